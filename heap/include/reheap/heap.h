@@ -1,0 +1,134 @@
+// Heap: a single-threaded allocator whose every byte, its own metadata included, lies in a known
+// set of 64 MiB chunks of the zone (see zone.h), at addresses that stay the same for its life.
+//
+// Four allocation classes, as in the reference design (Overload 146, "(Re)Actor Allocation at 15
+// CPU Cycles"):
+//   small   8 B .. 4 KiB   fixed-size blocks, half-exponent sizes (size_class.h)
+//   medium  6 .. 16 KiB    the same mechanism, multi-page blocks
+//   large   .. 1 MiB       page runs in the heap's large chunks, smallest adequate free run
+//   huge    > 1 MiB        a dedicated run of chunks, given back to the OS (madvise) on free
+// A block's class is read from its address bits alone (the 64 KiB "lane" it lies in), so freeing
+// reads no per-object header and touches no cache line but the heap's free-list head.
+//
+// A heap is used by one thread at a time. Destroying it releases all of its memory at once,
+// whatever objects are still live (region semantics). To make plain `new`/`delete` and the std
+// containers use a heap, link reheap::global_new and make the heap current with HeapScope
+// (heap_scope.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "reheap/size_class.h"
+
+namespace reheap {
+
+namespace detail {
+struct HeapState;
+}
+
+inline constexpr std::size_t kUnlimited = std::numeric_limits<std::size_t>::max();
+
+struct HeapConfig {
+  // Upper bound on committed_bytes (see HeapStats). An allocation that would go past it fails:
+  // allocate() returns null, `new` throws std::bad_alloc, and the heap stays usable.
+  std::size_t limit_bytes = kUnlimited;
+};
+
+struct ClassStats {
+  std::uint32_t block_size = 0;
+  std::uint64_t live_blocks = 0;  // handed out and not freed
+  std::uint64_t free_blocks = 0;  // carved, now on the free list
+};
+
+struct OsCallStats {
+  std::uint64_t mprotect = 0;  // made zone chunks accessible on this heap's behalf
+  std::uint64_t madvise = 0;   // gave pages back (huge frees, destruction)
+};
+
+struct HeapStats {
+  std::size_t reserved_bytes = 0;   // address space of the chunks the heap owns
+  std::size_t committed_bytes = 0;  // pages the heap has put in use: an upper bound on its RSS
+  std::size_t live_bytes = 0;       // usable bytes of all live blocks
+  std::size_t live_blocks = 0;
+  std::size_t limit_bytes = kUnlimited;
+  std::size_t class_chunks = 0;
+  std::size_t large_chunks = 0;     // chunks holding page runs or huge blocks
+  std::array<ClassStats, kNumClasses> classes{};
+  std::uint64_t large_live_blocks = 0;
+  std::size_t large_live_bytes = 0;
+  std::size_t large_free_bytes = 0;  // freed page runs kept for reuse
+  std::uint64_t huge_live_blocks = 0;
+  std::size_t huge_live_bytes = 0;
+  std::uint64_t failed_allocations = 0;  // refused by the limit or by an exhausted zone
+  OsCallStats os;
+};
+
+class Heap;
+
+struct HeapDeleter {
+  void operator()(Heap* heap) const noexcept;
+};
+
+// Owning handle: destroying it destroys the heap and everything in it.
+using HeapPtr = std::unique_ptr<Heap, HeapDeleter>;
+
+class Heap {
+ public:
+  Heap(const Heap&) = delete;
+  Heap& operator=(const Heap&) = delete;
+
+  // Takes a fresh chunk from the zone (reserving the zone on first use). Throws std::bad_alloc
+  // when the zone is full, std::system_error when the zone cannot be reserved.
+  static HeapPtr create(const HeapConfig& config = {});
+
+  // Releases every chunk of the heap. Pointers into it become invalid. If the heap is current
+  // on this thread, the thread falls back to the system allocator.
+  static void destroy(Heap* heap) noexcept;
+
+  // The live heap owning `p` (any address inside one of its chunks), or null. O(1).
+  static Heap* owner_of(const void* p) noexcept;
+
+  // Null when the request cannot be met (limit reached, zone exhausted, bad alignment).
+  // Blocks of 16 bytes or more are 16-byte aligned; `alignment` must be a power of two.
+  void* allocate(std::size_t size) noexcept;
+  void* allocate(std::size_t size, std::size_t alignment) noexcept;
+
+  // `p` must be null or a live block of this heap. Misuse is reported and aborts in builds with
+  // REHEAP_CHECKS; otherwise a pointer this heap does not own is ignored.
+  void deallocate(void* p) noexcept;
+
+  // Like realloc(3): reallocate(nullptr, n) allocates, reallocate(p, 0) frees p and returns
+  // null. Keeps the block when its size class already fits; grows page runs in place when the
+  // pages after them are free. Returns null (leaving `p` valid) on failure.
+  void* reallocate(void* p, std::size_t new_size) noexcept;
+
+  // The usable size of the live block `p` (at least what was asked for).
+  std::size_t usable_size(const void* p) const noexcept;
+
+  bool owns(const void* p) const noexcept { return owner_of(p) == this; }
+
+  // Statistics computed on request (walks the free lists: O(free blocks)).
+  HeapStats stats() const noexcept;
+
+  // The heap's number: stable for its life, unique among live heaps.
+  std::uint32_t id() const noexcept;
+
+  // A user pointer kept in the heap's own metadata (e.g. the reactor object living in the heap),
+  // so that it is saved and restored with the heap.
+  void set_root(void* root) noexcept;
+  void* root() const noexcept;
+
+  std::size_t limit() const noexcept;
+  void set_limit(std::size_t limit_bytes) noexcept;
+
+ private:
+  Heap() = default;
+  ~Heap() = default;
+  friend struct detail::HeapState;
+};
+
+}  // namespace reheap

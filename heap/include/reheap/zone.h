@@ -1,0 +1,59 @@
+// The zone: the one range of address space every heap in the process lives in.
+//
+// At first use the zone reserves [base, base + size) with PROT_NONE and MAP_NORESERVE at a fixed
+// address (MAP_FIXED_NOREPLACE: it never replaces an existing mapping). The range is cut into
+// 64 MiB chunks; a heap owns a list of chunks, and a zone-wide owner map (one 32-bit entry per
+// chunk) says which heap owns any address in O(1). The lower half of the zone holds "class
+// chunks" (fixed-size blocks), the upper half "large chunks" (page runs and huge blocks), so that
+// an address alone tells which allocator path serves it.
+//
+// Because the base is fixed, a heap's pages can be mapped back at the same addresses in another
+// process (snapshot/restore). Configure the zone before the first heap is created, either with
+// Zone::configure() or the environment variables REHEAP_ZONE_BASE and REHEAP_ZONE_SIZE (hex or
+// decimal). The zone is never unmapped: it outlives every static object, so `delete` works at any
+// point of process exit (see README, "Heap lifetime").
+//
+// Thread safety: every function here may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace reheap {
+
+struct ZoneConfig {
+  std::uintptr_t base = 0;  // 0: the default for this build (see default_zone_config())
+  std::size_t size = 0;     // 0: the default for this build
+};
+
+struct ZoneStats {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  std::size_t chunk_size = 0;
+  std::size_t class_chunks_in_use = 0;
+  std::size_t large_chunks_in_use = 0;
+  std::size_t live_heaps = 0;
+  // Frees that named a zone address owned by no heap, or by a heap that is not current on the
+  // calling thread, in builds without REHEAP_CHECKS. They are ignored (the block leaks) so that a
+  // foreign heap is never corrupted; checked builds abort instead.
+  std::size_t ignored_frees = 0;
+};
+
+class Zone {
+ public:
+  // Sets the range before first use. Throws std::logic_error if the zone is already reserved or
+  // the config is malformed (unaligned base, size too small).
+  static void configure(const ZoneConfig& config);
+
+  // The zone's defaults for this build: 64 TiB at 17 TiB (above ASan's shadow, below PIE
+  // executables), or 448 GiB at 64 GiB under ThreadSanitizer, whose application ranges are
+  // narrower.
+  static ZoneConfig default_config() noexcept;
+
+  // True once the address range is reserved (after the first heap was created).
+  static bool reserved() noexcept;
+
+  static ZoneStats stats() noexcept;
+};
+
+}  // namespace reheap

@@ -1,0 +1,118 @@
+// Carving fixed-size blocks out of class lanes: the slow path behind an empty free list.
+//
+// A class carves its lanes in order: group 0..31 of its current chunk, then the next class chunk
+// of the heap (taking a new one from the zone when there is none). Inside a lane it bumps a
+// cursor through a committed window that grows a page at a time, so the heap's committed bytes
+// (and its limit) follow the pages actually touched, and an idle heap stays a few pages.
+#include <cstring>
+
+#include "heap_fast.h"
+#include "report.h"
+
+namespace reheap::detail {
+namespace {
+
+char* lane_start(const ClassCursor& k, unsigned cls) noexcept {
+  return reinterpret_cast<char*>(chunk_of(k.chunk, true) + k.group * kGroupSize +
+                                 cls * kLaneSize);
+}
+
+}  // namespace
+
+// Takes a new class chunk from the zone and appends it to the heap's class list.
+ChunkHeader* add_class_chunk(HeapState* h) noexcept {
+  if (!charge(h, kPageSize)) return nullptr;
+  const std::uintptr_t chunk = zone().acquire(Half::kClass, 1, h->id, &h->os.mprotect);
+  if (chunk == 0) {
+    h->committed -= kPageSize;
+    ++h->failed;
+    return nullptr;
+  }
+  ChunkHeader* c = class_header(chunk);
+  c->kind = ChunkKind::kClass;
+  c->owner = h->id;
+  c->run_chunks = 1;
+  c->ordinal = h->class_chunks++;
+  h->class_tail->next = c;
+  h->class_tail = c;
+  return c;
+}
+
+REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
+  if (h->id == kNoHeapId) return nullptr;
+  ClassCursor& k = h->cursor[cls];
+  const std::size_t size = kClassSize[cls];
+  if (k.chunk == nullptr || k.cur + size > lane_start(k, cls) + kLaneSize) {
+    // The lane is used up (or the class never carved): move to the next lane.
+    if (k.chunk == nullptr) {
+      k.chunk = h->class_head;
+      k.group = 0;
+    } else if (k.group + 1 < kGroupsPerChunk) {
+      ++k.group;
+    } else {
+      ChunkHeader* next = k.chunk->next != nullptr ? k.chunk->next : add_class_chunk(h);
+      if (next == nullptr) return nullptr;
+      k.chunk = next;
+      k.group = 0;
+    }
+    k.cur = k.limit = lane_start(k, cls);
+  }
+  if (k.cur + size > k.limit) {
+    char* const lane_end = lane_start(k, cls) + kLaneSize;
+    char* new_limit = reinterpret_cast<char*>(
+        align_up(reinterpret_cast<std::uintptr_t>(k.cur + size), kPageSize));
+    if (new_limit > lane_end) new_limit = lane_end;
+    if (!charge(h, static_cast<std::size_t>(new_limit - k.limit))) return nullptr;
+    k.limit = new_limit;
+  }
+  void* p = k.cur;
+  k.cur += size;
+  ++k.carved;
+  return p;
+}
+
+// The checked build's record of which blocks are free: one bit per 8 bytes of each class lane,
+// in the group's shadow lane (which no block ever occupies).
+namespace {
+
+struct ShadowBit {
+  std::uint64_t* word;
+  std::uint64_t mask;
+};
+
+ShadowBit shadow_bit(const void* p) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t group = align_down(a, kGroupSize);
+  const std::size_t bit = lane_index(a) * (kLaneSize / 8) + ((a & (kLaneSize - 1)) >> 3);
+  auto* words = reinterpret_cast<std::uint64_t*>(group + kShadowLane * kLaneSize);
+  return {words + bit / 64, std::uint64_t{1} << (bit % 64)};
+}
+
+}  // namespace
+
+void mark_class_allocated(void* p) noexcept {
+  ShadowBit s = shadow_bit(p);
+  *s.word &= ~s.mask;
+}
+
+REHEAP_SLOW_PATH void check_class_free(HeapState* h, void* p, unsigned cls) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  const std::size_t size = kClassSize[cls];
+  const std::size_t offset = a & (kLaneSize - 1);
+  const ClassCursor& k = h->cursor[cls];
+  const ChunkHeader* chunk = class_header(ZoneImpl::chunk_base(a));
+  const auto group = static_cast<std::uint32_t>((a >> kGroupShift) & (kGroupsPerChunk - 1));
+  // Carved means before the cursor in (chunk ordinal, group, address) order.
+  bool carved = k.chunk != nullptr &&
+                (chunk->ordinal < k.chunk->ordinal ||
+                 (chunk->ordinal == k.chunk->ordinal &&
+                  (group < k.group || (group == k.group && p < k.cur))));
+  if (offset % size != 0 || offset + size > kLaneSize || !carved) {
+    report_misuse(Misuse::kNeverHandedOut, p, h->id, h->id);
+  }
+  ShadowBit s = shadow_bit(p);
+  if (*s.word & s.mask) report_misuse(Misuse::kDoubleFree, p, h->id, h->id);
+  *s.word |= s.mask;
+}
+
+}  // namespace reheap::detail

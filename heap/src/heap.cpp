@@ -1,0 +1,187 @@
+// Heap's life cycle (create, destroy, owner lookup), its public entry points, and the slow paths
+// behind the fast ones in heap_fast.h.
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "current.h"
+#include "heap_fast.h"
+#include "report.h"
+
+namespace reheap {
+namespace detail {
+
+REHEAP_SLOW_PATH void* alloc_slow(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
+  if (h->id == kNoHeapId) return nullptr;
+  if (alignment > kMaxAlignment) {
+    ++h->failed;
+    return nullptr;
+  }
+  if (size <= kMaxClassSize && alignment <= kPageSize) {
+    // Class blocks lie at lane start + i * size with lanes 64 KiB aligned, so a block is aligned
+    // to the largest power of two dividing its size.
+    unsigned cls = size_class(size < alignment ? alignment : size);
+    while (cls < kNumClasses && kClassSize[cls] % alignment != 0) ++cls;
+    if (cls < kNumClasses) return class_alloc(h, cls);
+  }
+  return alloc_pages(h, size, alignment);
+}
+
+REHEAP_SLOW_PATH void free_slow(HeapState* h, void* p) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (!ZoneImpl::contains(a)) {
+    std::free(p);  // the system allocator's block (or null)
+    return;
+  }
+  const std::uint32_t owner = ZoneImpl::owner_of(a);
+  const std::uint32_t current = h->id == kNoHeapId ? 0 : h->id;
+  if (owner == 0) return report_misuse(Misuse::kNoLiveHeap, p, 0, current);
+  if (owner != h->id) return report_misuse(Misuse::kNotCurrentHeap, p, owner, current);
+  if (a - g_zone.base.load(std::memory_order_relaxed) <
+      g_zone.class_span.load(std::memory_order_relaxed)) {
+    return report_misuse(Misuse::kNeverHandedOut, p, owner, current);  // a header or shadow lane
+  }
+  free_pages(h, p);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+void unpoison_free_blocks(HeapState* h) noexcept {
+  // Freed class blocks are poisoned; their chunks are about to be reused by other heaps.
+  for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+    for (void* p = h->free[cls]; p != nullptr; p = *static_cast<void**>(p)) {
+      REHEAP_UNPOISON(p, kClassSize[cls]);
+    }
+  }
+}
+#else
+void unpoison_free_blocks(HeapState*) noexcept {}
+#endif
+
+}  // namespace detail
+
+using detail::HeapState;
+using detail::state;
+using detail::ZoneImpl;
+
+void HeapDeleter::operator()(Heap* heap) const noexcept { Heap::destroy(heap); }
+
+HeapPtr Heap::create(const HeapConfig& config) {
+  detail::ZoneImpl& zone = detail::zone();
+  zone.ensure_reserved();
+  std::uint64_t mprotect_calls = 0;
+  const std::uintptr_t chunk = zone.acquire(detail::Half::kClass, 1, 0, &mprotect_calls);
+  if (chunk == 0) throw std::bad_alloc();
+  const std::uint32_t id = ZoneImpl::owner_of(chunk);
+  detail::ChunkHeader* header = detail::class_header(chunk);
+  header->kind = detail::ChunkKind::kClass;
+  header->owner = id;
+  header->run_chunks = 1;
+  auto* h = new (detail::heap_at(chunk)) HeapState(id);
+  h->limit = config.limit_bytes;
+  h->committed = kPageSize;  // the page holding the chunk header and this state
+  h->class_head = h->class_tail = header;
+  h->class_chunks = 1;
+  h->os.mprotect = mprotect_calls;
+  zone.heap_created();
+  return HeapPtr(h);
+}
+
+void Heap::destroy(Heap* heap) noexcept {
+  if (heap == nullptr) return;
+  HeapState* h = state(heap);
+  if (detail::t_current == h) detail::t_current = &detail::g_no_heap;
+  detail::unpoison_free_blocks(h);
+  detail::ZoneImpl& zone = detail::zone();
+  for (detail::ChunkHeader* c = h->large_head; c != nullptr;) {
+    detail::ChunkHeader* next = c->next;
+    const std::size_t chunks = c->run_chunks;
+    detail::release_chunk_pages(h, c, false);
+    zone.release(reinterpret_cast<std::uintptr_t>(c), chunks);
+    c = next;
+  }
+  // The state lives in the first class chunk: release that one last.
+  detail::ChunkHeader* first = h->class_head;
+  for (detail::ChunkHeader* c = first->next; c != nullptr;) {
+    detail::ChunkHeader* next = c->next;
+    detail::release_chunk_pages(h, c, true);
+    zone.release(detail::chunk_of(c, true), 1);
+    c = next;
+  }
+  const std::uintptr_t first_chunk = detail::chunk_of(first, true);
+  detail::release_chunk_pages(h, first, true);  // h is zero from here on
+  zone.release(first_chunk, 1);
+  zone.heap_destroyed();
+}
+
+Heap* Heap::owner_of(const void* p) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (!ZoneImpl::contains(a)) return nullptr;
+  const std::uint32_t owner = ZoneImpl::owner_of(a);
+  if (owner == 0) return nullptr;
+  return detail::heap_at(ZoneImpl::chunk_address(owner - 1));
+}
+
+void* Heap::allocate(std::size_t size) noexcept { return detail::heap_alloc(state(this), size); }
+
+void* Heap::allocate(std::size_t size, std::size_t alignment) noexcept {
+  if (!std::has_single_bit(alignment)) return nullptr;
+  if (alignment <= alignof(std::max_align_t)) return detail::heap_alloc(state(this), size);
+  return detail::alloc_slow(state(this), size, alignment);
+}
+
+void Heap::deallocate(void* p) noexcept {
+  if (p == nullptr) return;
+  if (!ZoneImpl::contains(reinterpret_cast<std::uintptr_t>(p))) {
+    return detail::report_misuse(detail::Misuse::kNeverHandedOut, p, id(), id());
+  }
+  detail::heap_free(state(this), p);
+}
+
+std::size_t Heap::usable_size(const void* p) const noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (p == nullptr || !owns(p)) return 0;
+  if (detail::is_own_class_block(state(this), a)) return kClassSize[detail::lane_index(a)];
+  if (a - detail::g_zone.base.load(std::memory_order_relaxed) <
+      detail::g_zone.class_span.load(std::memory_order_relaxed)) {
+    return 0;
+  }
+  return detail::page_block_size(state(this), p);
+}
+
+void* Heap::reallocate(void* p, std::size_t new_size) noexcept {
+  if (p == nullptr) return allocate(new_size);
+  if (new_size == 0) {
+    deallocate(p);
+    return nullptr;
+  }
+  HeapState* h = state(this);
+  const std::size_t old_size = usable_size(p);
+  if (old_size == 0) {
+    const std::uint32_t owner = ZoneImpl::contains(reinterpret_cast<std::uintptr_t>(p))
+                                    ? ZoneImpl::owner_of(reinterpret_cast<std::uintptr_t>(p))
+                                    : 0;
+    detail::report_misuse(owner != 0 && owner != h->id ? detail::Misuse::kNotCurrentHeap
+                                                       : detail::Misuse::kNeverHandedOut,
+                          p, owner != 0 ? owner : h->id, h->id);
+    return nullptr;
+  }
+  if (detail::is_own_class_block(h, reinterpret_cast<std::uintptr_t>(p))) {
+    if (new_size <= old_size) return p;
+  } else if (void* q = detail::realloc_pages(h, p, new_size)) {
+    return q;
+  }
+  void* q = allocate(new_size);
+  if (q == nullptr) return nullptr;
+  std::memcpy(q, p, old_size < new_size ? old_size : new_size);
+  deallocate(p);
+  return q;
+}
+
+std::uint32_t Heap::id() const noexcept { return state(this)->id; }
+void Heap::set_root(void* root) noexcept { state(this)->root = root; }
+void* Heap::root() const noexcept { return state(this)->root; }
+std::size_t Heap::limit() const noexcept { return state(this)->limit; }
+void Heap::set_limit(std::size_t limit_bytes) noexcept { state(this)->limit = limit_bytes; }
+
+}  // namespace reheap

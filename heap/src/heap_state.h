@@ -1,0 +1,142 @@
+// The heap's own state, and the header at the start of each of its chunks. Both live inside the
+// heap's chunks (the state in the header lane of its first class chunk), so that saving the
+// chunks saves the allocator too.
+//
+// Invariants:
+//   - id == index of the heap's first class chunk + 1; the owner map says `id` for every chunk
+//     the heap owns, and the heap's state sits at a fixed place in its first chunk.
+//   - free[c] is a singly linked list through the first word of free blocks of class c.
+//   - cursor[c] is where class c carves its next block: blocks are carved in lane order
+//     (chunk ordinal, group, offset), so "carved" is exactly "before the cursor".
+//   - Large chunks: page_table[p] describes the run starting (kRunHead) or ending at page p;
+//     entries inside a run are stale and never read. A free run is also linked in bins[].
+//   - Pages the heap has never touched read as zero, so zero-filled fields need no initialising.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "layout.h"
+#include "reheap/heap.h"
+
+namespace reheap::detail {
+
+enum class ChunkKind : std::uint32_t { kClass = 0xC1A55, kLarge = 0x1A26E, kHuge = 0x40CE };
+
+struct ChunkHeader {
+  ChunkKind kind;
+  std::uint32_t owner;
+  ChunkHeader* next;        // class chunks: in carving order; large chunks: the large list
+  ChunkHeader* prev;        // large list only (huge runs leave it on free)
+  std::uint32_t ordinal;    // class chunks: position in the class list
+  std::uint32_t run_chunks; // huge: chunks in the run; otherwise 1
+  std::uint32_t frontier;   // large: first page never carved
+  std::uint32_t reserved0;
+  char* huge_block;         // huge: the block
+  std::size_t huge_size;    // huge: usable bytes (page multiple)
+};
+
+// Page-table entry of a large chunk: run length in pages, plus flags.
+inline constexpr std::uint16_t kRunLength = 0x3fff;
+inline constexpr std::uint16_t kRunHead = 0x4000;  // first page of a run
+inline constexpr std::uint16_t kRunFree = 0x8000;  // the run is free (set on head and tail)
+
+struct FreeRun {  // lives in the first page of a free page run
+  FreeRun* prev;
+  FreeRun* next;
+};
+
+inline constexpr unsigned kNumBins = kMaxLargePages + 1;  // bin n: runs of n pages; last: more
+
+struct ClassCursor {
+  char* cur = nullptr;    // next block to carve
+  char* limit = nullptr;  // end of the committed window in the current lane
+  ChunkHeader* chunk = nullptr;
+  std::uint32_t group = 0;
+  std::uint64_t carved = 0;  // blocks ever carved
+};
+
+inline constexpr std::uint32_t kNoHeapId = 0xffffffffu;
+
+struct HeapState : Heap {
+  constexpr explicit HeapState(std::uint32_t heap_id) noexcept : id(heap_id) {}
+
+  // Hot: read by every allocation and free.
+  std::uint32_t id;
+  std::uint32_t reserved0 = 0;
+  void* free[kNumClasses] = {};
+
+  // Warm: carving.
+  ClassCursor cursor[kNumClasses] = {};
+
+  // Cold: accounting, chunk lists, page runs.
+  std::size_t limit = kUnlimited;
+  std::size_t committed = 0;
+  std::uint64_t failed = 0;
+  OsCallStats os{};
+  void* root = nullptr;
+  ChunkHeader* class_head = nullptr;
+  ChunkHeader* class_tail = nullptr;
+  std::uint32_t class_chunks = 0;
+  std::uint32_t large_chunks = 0;  // counting every chunk of huge runs
+  ChunkHeader* large_head = nullptr;  // large chunks and huge runs
+  ChunkHeader* large_carve = nullptr; // the large chunk new runs are carved from
+  std::uint64_t large_live_blocks = 0;
+  std::uint64_t large_live_pages = 0;
+  std::uint64_t large_free_pages = 0;
+  std::uint64_t huge_live_blocks = 0;
+  std::size_t huge_live_bytes = 0;
+  std::uint64_t bin_mask[(kNumBins + 63) / 64] = {};
+  FreeRun* bins[kNumBins] = {};
+};
+
+// An idle heap's metadata is one page: chunk header and state together.
+static_assert(sizeof(ChunkHeader) <= 64 && 64 + sizeof(HeapState) <= kPageSize);
+
+inline HeapState* state(Heap* h) noexcept { return static_cast<HeapState*>(h); }
+inline const HeapState* state(const Heap* h) noexcept { return static_cast<const HeapState*>(h); }
+
+// Where a heap's state lives, given its id.
+inline constexpr std::size_t kStateOffset = 64;  // the state starts on its own cache line
+inline HeapState* heap_at(std::uintptr_t first_chunk) noexcept {
+  return reinterpret_cast<HeapState*>(first_chunk + kHeaderLane * kLaneSize + kStateOffset);
+}
+inline ChunkHeader* class_header(std::uintptr_t chunk) noexcept {
+  return reinterpret_cast<ChunkHeader*>(chunk + kHeaderLane * kLaneSize);
+}
+inline ChunkHeader* large_header(std::uintptr_t chunk) noexcept {
+  return reinterpret_cast<ChunkHeader*>(chunk);
+}
+inline std::uint16_t* page_table(ChunkHeader* large) noexcept {
+  return reinterpret_cast<std::uint16_t*>(reinterpret_cast<char*>(large) + kPageSize);
+}
+inline std::uintptr_t chunk_of(const ChunkHeader* h, bool is_class) noexcept {
+  return reinterpret_cast<std::uintptr_t>(h) - (is_class ? kHeaderLane * kLaneSize : 0);
+}
+
+// The state used when no heap is current: its free lists are always empty and its id matches
+// no chunk, so the fast paths fall through to the system allocator without a null test.
+extern constinit HeapState g_no_heap;
+
+// Charges `bytes` against the heap's limit. False (and counted) if the limit would be passed.
+inline bool charge(HeapState* h, std::size_t bytes) noexcept {
+  if (bytes > h->limit || h->committed > h->limit - bytes) {
+    ++h->failed;
+    return false;
+  }
+  h->committed += bytes;
+  return true;
+}
+
+// Slow paths, one concept per file: class_lanes.cpp, page_runs.cpp.
+void* carve_block(HeapState* h, unsigned cls) noexcept;
+void check_class_free(HeapState* h, void* p, unsigned cls) noexcept;
+void mark_class_allocated(void* p) noexcept;
+void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept;
+void free_pages(HeapState* h, void* p) noexcept;
+std::size_t page_block_size(const HeapState* h, const void* p) noexcept;
+void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept;
+void release_chunk_pages(HeapState* h, ChunkHeader* chunk, bool is_class) noexcept;
+void unpoison_free_blocks(HeapState* h) noexcept;
+
+}  // namespace reheap::detail

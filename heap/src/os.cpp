@@ -1,0 +1,42 @@
+#include "os.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace reheap::detail::os {
+
+int reserve_fixed(std::uintptr_t base, std::size_t size) noexcept {
+  void* want = reinterpret_cast<void*>(base);
+  void* got = ::mmap(want, size, PROT_NONE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (got == MAP_FAILED) return errno;
+  if (got != want) {
+    // Kernels before 4.17 ignore MAP_FIXED_NOREPLACE and treat the address as a hint.
+    ::munmap(got, size);
+    return EEXIST;
+  }
+  // Huge pages would commit 2 MiB on the first touch of a lane; an idle heap must stay small.
+  // Failure is harmless (THP may be compiled out), so it is not reported.
+  ::madvise(want, size, MADV_NOHUGEPAGE);
+  return 0;
+}
+
+int make_accessible(std::uintptr_t base, std::size_t size) noexcept {
+  return ::mprotect(reinterpret_cast<void*>(base), size, PROT_READ | PROT_WRITE) == 0 ? 0 : errno;
+}
+
+int discard(std::uintptr_t base, std::size_t size) noexcept {
+  return ::madvise(reinterpret_cast<void*>(base), size, MADV_DONTNEED) == 0 ? 0 : errno;
+}
+
+void* map_table(std::size_t size) noexcept {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+std::size_t page_size() noexcept { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+
+}  // namespace reheap::detail::os

@@ -1,0 +1,25 @@
+// The only place heap/ talks to the kernel about memory. Each function returns 0 on success or
+// an errno value, so callers decide how to report the failure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace reheap::detail::os {
+
+// Reserves [base, base+size) as inaccessible, uncommitted address space, failing (EEXIST) rather
+// than replacing anything already mapped there.
+int reserve_fixed(std::uintptr_t base, std::size_t size) noexcept;
+
+// Makes reserved pages readable and writable. Pages are committed lazily on first touch.
+int make_accessible(std::uintptr_t base, std::size_t size) noexcept;
+
+// Gives the pages back to the OS; they read as zero afterwards and keep their protection.
+int discard(std::uintptr_t base, std::size_t size) noexcept;
+
+// Anonymous, lazily committed memory outside the zone, for the zone's own tables.
+void* map_table(std::size_t size) noexcept;
+
+std::size_t page_size() noexcept;
+
+}  // namespace reheap::detail::os

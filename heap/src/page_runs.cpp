@@ -1,0 +1,325 @@
+// Page runs: the large (16 KiB .. 1 MiB) and huge (> 1 MiB) allocation classes.
+//
+// Large blocks are runs of whole pages in the heap's large chunks. Free runs are coalesced with
+// their neighbours on free and kept in bins by length (one bin per page count up to 256 pages,
+// one for longer runs), with a bitmap of non-empty bins, so finding the smallest adequate run is
+// a bit scan rather than the reference design's first-fit walk. New runs are carved from the
+// current large chunk's frontier; a run that does not fit there opens a new large chunk (the old
+// chunk's unused tail stays untouched address space).
+//
+// Huge blocks get a dedicated run of chunks: a header page, then the block. Freeing gives the
+// pages back to the OS and the chunks back to the zone.
+#include <bit>
+#include <cstring>
+
+#include "heap_fast.h"
+#include "os.h"
+#include "report.h"
+
+namespace reheap::detail {
+namespace {
+
+unsigned bin_of(std::size_t pages) noexcept {
+  return pages < kNumBins - 1 ? static_cast<unsigned>(pages) : kNumBins - 1;
+}
+
+char* page_address(ChunkHeader* c, std::size_t page) noexcept {
+  return reinterpret_cast<char*>(c) + page * kPageSize;
+}
+
+void bin_insert(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
+  std::uint16_t* pt = page_table(c);
+  pt[first] = static_cast<std::uint16_t>(pages | kRunHead | kRunFree);
+  pt[first + pages - 1] = static_cast<std::uint16_t>(pages | kRunFree | (pages == 1 ? kRunHead : 0));
+  auto* run = reinterpret_cast<FreeRun*>(page_address(c, first));
+  const unsigned b = bin_of(pages);
+  run->prev = nullptr;
+  run->next = h->bins[b];
+  if (run->next != nullptr) run->next->prev = run;
+  h->bins[b] = run;
+  h->bin_mask[b / 64] |= std::uint64_t{1} << (b % 64);
+  h->large_free_pages += pages;
+}
+
+void bin_remove(HeapState* h, FreeRun* run, std::size_t pages) noexcept {
+  const unsigned b = bin_of(pages);
+  if (run->prev != nullptr) {
+    run->prev->next = run->next;
+  } else {
+    h->bins[b] = run->next;
+    if (run->next == nullptr) h->bin_mask[b / 64] &= ~(std::uint64_t{1} << (b % 64));
+  }
+  if (run->next != nullptr) run->next->prev = run->prev;
+  h->large_free_pages -= pages;
+}
+
+ChunkHeader* chunk_header_of(const void* p) noexcept {
+  return large_header(ZoneImpl::chunk_base(reinterpret_cast<std::uintptr_t>(p)));
+}
+
+std::size_t page_index(const ChunkHeader* c, const void* p) noexcept {
+  return static_cast<std::size_t>(static_cast<const char*>(p) -
+                                  reinterpret_cast<const char*>(c)) >> kPageShift;
+}
+
+// The smallest free run of at least `pages` pages, or null.
+FreeRun* find_run(HeapState* h, std::size_t pages) noexcept {
+  for (unsigned b = bin_of(pages); b < kNumBins;) {
+    std::uint64_t word = h->bin_mask[b / 64] & (~std::uint64_t{0} << (b % 64));
+    if (word == 0) {
+      b = (b / 64 + 1) * 64;
+      continue;
+    }
+    b = (b / 64) * 64 + static_cast<unsigned>(std::countr_zero(word));
+    if (b >= kNumBins) break;
+    if (b < kNumBins - 1) return h->bins[b];
+    for (FreeRun* r = h->bins[b]; r != nullptr; r = r->next) {  // long runs: first fit
+      ChunkHeader* c = chunk_header_of(r);
+      if ((page_table(c)[page_index(c, r)] & kRunLength) >= pages) return r;
+    }
+    break;
+  }
+  return nullptr;
+}
+
+ChunkHeader* add_large_chunk(HeapState* h, std::size_t chunks, ChunkKind kind) noexcept {
+  const std::uintptr_t base = zone().acquire(Half::kLarge, chunks, h->id, &h->os.mprotect);
+  if (base == 0) {
+    ++h->failed;
+    return nullptr;
+  }
+  ChunkHeader* c = large_header(base);
+  c->kind = kind;
+  c->owner = h->id;
+  c->run_chunks = static_cast<std::uint32_t>(chunks);
+  c->frontier = kFirstRunPage;
+  c->prev = nullptr;
+  c->next = h->large_head;
+  if (c->next != nullptr) c->next->prev = c;
+  h->large_head = c;
+  h->large_chunks += static_cast<std::uint32_t>(chunks);
+  return c;
+}
+
+void unlink_large(HeapState* h, ChunkHeader* c) noexcept {
+  if (c->prev != nullptr) c->prev->next = c->next; else h->large_head = c->next;
+  if (c->next != nullptr) c->next->prev = c->prev;
+  h->large_chunks -= c->run_chunks;
+}
+
+void mark_allocated(ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
+  std::uint16_t* pt = page_table(c);
+  pt[first] = static_cast<std::uint16_t>(pages | kRunHead);
+  if (pages > 1) pt[first + pages - 1] = static_cast<std::uint16_t>(pages);
+}
+
+// A run of `pages` pages: from the bins, else carved. Returns its first page, or null.
+char* take_run(HeapState* h, std::size_t pages) noexcept {
+  if (FreeRun* r = find_run(h, pages)) {
+    ChunkHeader* c = chunk_header_of(r);
+    const std::size_t first = page_index(c, r);
+    const std::size_t have = page_table(c)[first] & kRunLength;
+    bin_remove(h, r, have);
+    if (have > pages) bin_insert(h, c, first + pages, have - pages);
+    mark_allocated(c, first, pages);
+    return page_address(c, first);
+  }
+  ChunkHeader* c = h->large_carve;
+  if (c == nullptr || c->frontier + pages > kPagesPerChunk) {
+    // Header page and page table are charged up front: an upper bound on what they touch.
+    if (!charge(h, kFirstRunPage * kPageSize)) return nullptr;
+    c = add_large_chunk(h, 1, ChunkKind::kLarge);
+    if (c == nullptr) {
+      h->committed -= kFirstRunPage * kPageSize;
+      return nullptr;
+    }
+    h->large_carve = c;
+  }
+  if (!charge(h, pages * kPageSize)) return nullptr;
+  const std::size_t first = c->frontier;
+  c->frontier += static_cast<std::uint32_t>(pages);
+  mark_allocated(c, first, pages);
+  return page_address(c, first);
+}
+
+// Frees [first, first+pages) of chunk c, merging with free neighbours.
+void release_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
+  std::uint16_t* pt = page_table(c);
+  if (first > kFirstRunPage && (pt[first - 1] & kRunFree)) {
+    const std::size_t before = pt[first - 1] & kRunLength;
+    first -= before;
+    pages += before;
+    bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, first)), before);
+  }
+  const std::size_t after = first + pages;
+  if (after < c->frontier && (pt[after] & kRunFree)) {
+    const std::size_t more = pt[after] & kRunLength;
+    bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, after)), more);
+    pages += more;
+  }
+  bin_insert(h, c, first, pages);
+}
+
+void* alloc_large(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
+  const std::size_t pages = align_up(size == 0 ? 1 : size, kPageSize) >> kPageShift;
+  const std::size_t slack = alignment > kPageSize ? (alignment >> kPageShift) - 1 : 0;
+  char* run = take_run(h, pages + slack);
+  if (run == nullptr) return nullptr;
+  if (slack != 0) {
+    // Over-aligned: give back the pages before the aligned start and after the block.
+    ChunkHeader* c = chunk_header_of(run);
+    const std::size_t first = page_index(c, run);
+    char* aligned = reinterpret_cast<char*>(align_up(reinterpret_cast<std::uintptr_t>(run), alignment));
+    const std::size_t head = static_cast<std::size_t>(aligned - run) >> kPageShift;
+    const std::size_t tail = slack - head;
+    mark_allocated(c, first + head, pages);
+    if (head != 0) { mark_allocated(c, first, head); release_run(h, c, first, head); }
+    if (tail != 0) {
+      mark_allocated(c, first + head + pages, tail);
+      release_run(h, c, first + head + pages, tail);
+    }
+    run = aligned;
+  }
+  ++h->large_live_blocks;
+  h->large_live_pages += pages;
+  return run;
+}
+
+void* alloc_huge(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
+  if (alignment > kMaxAlignment || size > (std::size_t{1} << 46)) {
+    ++h->failed;
+    return nullptr;
+  }
+  const std::size_t offset = align_up(kPageSize, alignment < kPageSize ? kPageSize : alignment);
+  const std::size_t usable = align_up(size, kPageSize);
+  const std::size_t chunks = align_up(offset + usable, kChunkSize) / kChunkSize;
+  if (!charge(h, kPageSize + usable)) return nullptr;
+  ChunkHeader* c = add_large_chunk(h, chunks, ChunkKind::kHuge);
+  if (c == nullptr) {
+    h->committed -= kPageSize + usable;
+    return nullptr;
+  }
+  c->huge_block = reinterpret_cast<char*>(c) + offset;
+  c->huge_size = usable;
+  ++h->huge_live_blocks;
+  h->huge_live_bytes += usable;
+  return c->huge_block;
+}
+
+// The large chunk and first page of the live large block p, or null (reported) if p is not one.
+ChunkHeader* live_large(HeapState* h, const void* p, std::size_t* first) noexcept {
+  ChunkHeader* c = chunk_header_of(p);
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (c->kind == ChunkKind::kHuge) {
+    if (p != c->huge_block) report_misuse(Misuse::kNeverHandedOut, p, h->id, h->id);
+    return p == c->huge_block ? c : nullptr;
+  }
+  const std::size_t page = page_index(c, p);
+  const bool valid = c->kind == ChunkKind::kLarge && a % kPageSize == 0 &&
+                     page >= kFirstRunPage && page < c->frontier &&
+                     (page_table(c)[page] & kRunHead);
+  if (!valid) {
+    report_misuse(Misuse::kNeverHandedOut, p, h->id, h->id);
+    return nullptr;
+  }
+  if (page_table(c)[page] & kRunFree) {
+    report_misuse(Misuse::kDoubleFree, p, h->id, h->id);
+    return nullptr;
+  }
+  *first = page;
+  return c;
+}
+
+}  // namespace
+
+void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
+  if (size <= kMaxLargeSize && alignment <= kMaxLargeSize) return alloc_large(h, size, alignment);
+  return alloc_huge(h, size, alignment);
+}
+
+void release_chunk_pages(HeapState* h, ChunkHeader* c, bool is_class) noexcept {
+  const std::uintptr_t base = chunk_of(c, is_class);
+  std::size_t bytes = c->run_chunks * kChunkSize;
+  if (c->kind == ChunkKind::kLarge) bytes = c->frontier * kPageSize;
+  if (c->kind == ChunkKind::kHuge) {
+    bytes = static_cast<std::size_t>(c->huge_block - reinterpret_cast<char*>(c)) + c->huge_size;
+  }
+  if (os::discard(base, bytes) != 0) {
+    fatal("madvise(MADV_DONTNEED) of heap %u's chunk at %#lx failed", h->id,
+          static_cast<unsigned long>(base));
+  }
+  ++h->os.madvise;
+}
+
+void free_pages(HeapState* h, void* p) noexcept {
+  std::size_t first = 0;
+  ChunkHeader* c = live_large(h, p, &first);
+  if (c == nullptr) return;
+  if (c->kind == ChunkKind::kHuge) {
+    --h->huge_live_blocks;
+    h->huge_live_bytes -= c->huge_size;
+    h->committed -= kPageSize + c->huge_size;
+    unlink_large(h, c);
+    const std::size_t chunks = c->run_chunks;
+    release_chunk_pages(h, c, false);  // c is zero from here on
+    zone().release(reinterpret_cast<std::uintptr_t>(c), chunks);
+    return;
+  }
+  const std::size_t pages = page_table(c)[first] & kRunLength;
+  --h->large_live_blocks;
+  h->large_live_pages -= pages;
+  release_run(h, c, first, pages);
+}
+
+std::size_t page_block_size(const HeapState* h, const void* p) noexcept {
+  std::size_t first = 0;
+  ChunkHeader* c = live_large(const_cast<HeapState*>(h), p, &first);
+  if (c == nullptr) return 0;
+  if (c->kind == ChunkKind::kHuge) return c->huge_size;
+  return (page_table(c)[first] & kRunLength) * kPageSize;
+}
+
+void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept {
+  std::size_t first = 0;
+  ChunkHeader* c = live_large(h, p, &first);
+  if (c == nullptr) return nullptr;
+  const std::size_t want = align_up(new_size == 0 ? 1 : new_size, kPageSize);
+  if (c->kind == ChunkKind::kHuge) {
+    const std::size_t capacity = c->run_chunks * kChunkSize -
+                                 static_cast<std::size_t>(c->huge_block - reinterpret_cast<char*>(c));
+    if (want > c->huge_size) {
+      if (want > capacity || !charge(h, want - c->huge_size)) return nullptr;
+    } else if (want < c->huge_size) {
+      if (os::discard(reinterpret_cast<std::uintptr_t>(c->huge_block + want), c->huge_size - want) == 0) {
+        ++h->os.madvise;
+      }
+      h->committed -= c->huge_size - want;
+    }
+    h->huge_live_bytes += want;
+    h->huge_live_bytes -= c->huge_size;
+    c->huge_size = want;
+    return p;
+  }
+  if (new_size > kMaxLargeSize) return nullptr;
+  std::uint16_t* pt = page_table(c);
+  const std::size_t have = pt[first] & kRunLength;
+  const std::size_t need = want >> kPageShift;
+  if (need < have) {
+    mark_allocated(c, first, need);
+    mark_allocated(c, first + need, have - need);
+    release_run(h, c, first + need, have - need);
+  } else if (need > have) {
+    const std::size_t after = first + have;
+    if (after >= c->frontier || !(pt[after] & kRunFree)) return nullptr;
+    const std::size_t more = pt[after] & kRunLength;
+    if (have + more < need) return nullptr;
+    bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, after)), more);
+    if (have + more > need) bin_insert(h, c, first + need, have + more - need);
+    mark_allocated(c, first, need);
+  }
+  h->large_live_pages += need;
+  h->large_live_pages -= have;
+  return p;
+}
+
+}  // namespace reheap::detail

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the release build into a temporary prefix and builds a tiny consumer against it, once
+# with find_package(reheap) and once with pkg-config, then runs both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --preset release >/dev/null
+cmake --build --preset release --target reheap_heap reheap_global_new >/dev/null
+cmake --install build/release --prefix "$prefix/usr" >/dev/null
+mkdir -p "$prefix/consumer"
+cat > "$prefix/consumer/main.cpp" <<'CPP'
+#include <reheap/heap.h>
+#include <reheap/heap_scope.h>
+#include <string>
+int main() {
+  auto heap = reheap::Heap::create();
+  reheap::HeapScope scope(*heap);
+  auto* s = new std::string(100, 'x');
+  return reheap::Heap::owner_of(s) == heap.get() ? 0 : 1;
+}
+CPP
+cat > "$prefix/consumer/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(consumer CXX)
+find_package(reheap REQUIRED)
+add_executable(consumer main.cpp)
+target_link_libraries(consumer PRIVATE reheap::global_new)
+CMAKE
+cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null
+cmake --build "$prefix/consumer/build" >/dev/null
+"$prefix/consumer/build/consumer"
+echo "install: find_package(reheap) consumer OK"
+PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" \
+  c++ "$prefix/consumer/main.cpp" -o "$prefix/consumer/pc" \
+  $(PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" pkg-config --cflags --libs reheap)
+"$prefix/consumer/pc"
+echo "install: pkg-config consumer OK"
