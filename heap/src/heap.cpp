@@ -36,7 +36,12 @@ REHEAP_SLOW_PATH void free_slow(HeapState* h, void* p) noexcept {
   }
   const std::uint32_t owner = ZoneImpl::owner_of(a);
   const std::uint32_t current = h->id == kNoHeapId ? 0 : h->id;
-  if (owner == 0) return report_misuse(Misuse::kNoLiveHeap, p, 0, current);
+  if (owner == (h->id | ZoneImpl::kTombstone)) {
+    return report_misuse(Misuse::kDoubleFree, p, h->id, current);  // a freed huge block
+  }
+  if (owner == 0 || (owner & ZoneImpl::kTombstone)) {
+    return report_misuse(Misuse::kNoLiveHeap, p, 0, current);
+  }
   if (owner != h->id) return report_misuse(Misuse::kNotCurrentHeap, p, owner, current);
   if (a - g_zone.base.load(std::memory_order_relaxed) <
       g_zone.class_span.load(std::memory_order_relaxed)) {
@@ -118,7 +123,7 @@ Heap* Heap::owner_of(const void* p) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   if (!ZoneImpl::contains(a)) return nullptr;
   const std::uint32_t owner = ZoneImpl::owner_of(a);
-  if (owner == 0) return nullptr;
+  if (owner == 0 || (owner & ZoneImpl::kTombstone)) return nullptr;
   return detail::heap_at(ZoneImpl::chunk_address(owner - 1));
 }
 
@@ -126,7 +131,11 @@ void* Heap::allocate(std::size_t size) noexcept { return detail::heap_alloc(stat
 
 void* Heap::allocate(std::size_t size, std::size_t alignment) noexcept {
   if (!std::has_single_bit(alignment)) return nullptr;
-  if (alignment <= alignof(std::max_align_t)) return detail::heap_alloc(state(this), size);
+  // A class block is aligned to the largest power of two dividing its size, so asking for at
+  // least `alignment` bytes gives an aligned block of the small classes too (8 -> 16).
+  if (alignment <= alignof(std::max_align_t)) {
+    return detail::heap_alloc(state(this), size < alignment ? alignment : size);
+  }
   return detail::alloc_slow(state(this), size, alignment);
 }
 
@@ -158,12 +167,14 @@ void* Heap::reallocate(void* p, std::size_t new_size) noexcept {
   HeapState* h = state(this);
   const std::size_t old_size = usable_size(p);
   if (old_size == 0) {
-    const std::uint32_t owner = ZoneImpl::contains(reinterpret_cast<std::uintptr_t>(p))
-                                    ? ZoneImpl::owner_of(reinterpret_cast<std::uintptr_t>(p))
-                                    : 0;
-    detail::report_misuse(owner != 0 && owner != h->id ? detail::Misuse::kNotCurrentHeap
-                                                       : detail::Misuse::kNeverHandedOut,
-                          p, owner != 0 ? owner : h->id, h->id);
+    // Not a live block of this heap: report it as freeing it would (free_slow frees nothing
+    // that another heap, or no heap, owns).
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    if (ZoneImpl::contains(a) && ZoneImpl::owner_of(a) != h->id) {
+      detail::free_slow(h, p);
+    } else {
+      detail::report_misuse(detail::Misuse::kNeverHandedOut, p, h->id, h->id);
+    }
     return nullptr;
   }
   if (detail::is_own_class_block(h, reinterpret_cast<std::uintptr_t>(p))) {

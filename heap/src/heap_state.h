@@ -118,10 +118,12 @@ inline std::uintptr_t chunk_of(const ChunkHeader* h, bool is_class) noexcept {
 // no chunk, so the fast paths fall through to the system allocator without a null test.
 extern constinit HeapState g_no_heap;
 
-// Charges `bytes` against the heap's limit. False (and counted) if the limit would be passed.
-inline bool charge(HeapState* h, std::size_t bytes) noexcept {
+// Charges `bytes` against the heap's limit. False if the limit would be passed; that counts as a
+// failed allocation unless the caller has a fallback (`attempt`: an in-place reallocation).
+enum class Charge { kAllocation, kAttempt };
+inline bool charge(HeapState* h, std::size_t bytes, Charge kind = Charge::kAllocation) noexcept {
   if (bytes > h->limit || h->committed > h->limit - bytes) {
-    ++h->failed;
+    if (kind == Charge::kAllocation) ++h->failed;
     return false;
   }
   h->committed += bytes;

@@ -65,7 +65,7 @@ REHEAP_SLOW_PATH void* new_slow(std::size_t size, std::size_t alignment, bool no
 
 [[gnu::always_inline]] inline void* aligned_new(std::size_t size, std::align_val_t al, bool nothrow) {
   const auto alignment = static_cast<std::size_t>(al);
-  if (alignment <= alignof(std::max_align_t)) return fast_new(size, nothrow);
+  if (alignment <= alignof(std::max_align_t)) return fast_new(size < alignment ? alignment : size, nothrow);
   return new_slow(size, alignment, nothrow);
 }
 

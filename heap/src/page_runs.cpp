@@ -262,7 +262,7 @@ void free_pages(HeapState* h, void* p) noexcept {
     unlink_large(h, c);
     const std::size_t chunks = c->run_chunks;
     release_chunk_pages(h, c, false);  // c is zero from here on
-    zone().release(reinterpret_cast<std::uintptr_t>(c), chunks);
+    zone().release(reinterpret_cast<std::uintptr_t>(c), chunks, h->id);
     return;
   }
   const std::size_t pages = page_table(c)[first] & kRunLength;
@@ -288,7 +288,7 @@ void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept {
     const std::size_t capacity = c->run_chunks * kChunkSize -
                                  static_cast<std::size_t>(c->huge_block - reinterpret_cast<char*>(c));
     if (want > c->huge_size) {
-      if (want > capacity || !charge(h, want - c->huge_size)) return nullptr;
+      if (want > capacity || !charge(h, want - c->huge_size, Charge::kAttempt)) return nullptr;
     } else if (want < c->huge_size) {
       if (os::discard(reinterpret_cast<std::uintptr_t>(c->huge_block + want), c->huge_size - want) == 0) {
         ++h->os.madvise;
@@ -310,11 +310,20 @@ void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept {
     release_run(h, c, first + need, have - need);
   } else if (need > have) {
     const std::size_t after = first + have;
-    if (after >= c->frontier || !(pt[after] & kRunFree)) return nullptr;
-    const std::size_t more = pt[after] & kRunLength;
-    if (have + more < need) return nullptr;
-    bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, after)), more);
-    if (have + more > need) bin_insert(h, c, first + need, have + more - need);
+    if (after == c->frontier) {
+      // The block ends at the carving frontier: take never-used pages after it.
+      if (first + need > kPagesPerChunk ||
+          !charge(h, (need - have) * kPageSize, Charge::kAttempt)) {
+        return nullptr;
+      }
+      c->frontier = static_cast<std::uint32_t>(first + need);
+    } else {
+      if (!(pt[after] & kRunFree)) return nullptr;
+      const std::size_t more = pt[after] & kRunLength;
+      if (have + more < need) return nullptr;
+      bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, after)), more);
+      if (have + more > need) bin_insert(h, c, first + need, have + more - need);
+    }
     mark_allocated(c, first, need);
   }
   h->large_live_pages += need;

@@ -157,12 +157,13 @@ std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, std::uint32_t own
   return chunk_address(static_cast<std::uint32_t>(i));
 }
 
-void ZoneImpl::release(std::uintptr_t first, std::size_t count) noexcept {
+void ZoneImpl::release(std::uintptr_t first, std::size_t count, std::uint32_t freed_by) noexcept {
   const std::size_t index = (first - config_.base) >> kChunkShift;
   const int h = index < class_chunks_ ? 0 : 1;
   std::lock_guard lock(mutex_);
   auto* owners = g_zone.owners.load(std::memory_order_relaxed);
-  for (std::size_t k = index; k < index + count; ++k) owners[k].store(0, std::memory_order_relaxed);
+  const std::uint32_t entry = freed_by != 0 ? (freed_by | kTombstone) : 0;
+  for (std::size_t k = index; k < index + count; ++k) owners[k].store(entry, std::memory_order_relaxed);
   mark(index, count, false);
   in_use_[h] -= count;
   if (index < hint_[h]) hint_[h] = index;

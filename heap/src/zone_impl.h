@@ -45,10 +45,16 @@ class ZoneImpl {
   std::uintptr_t acquire(Half half, std::size_t count, std::uint32_t owner,
                          std::uint64_t* mprotect_calls) noexcept;
 
-  // Returns chunks to the zone. Their pages must already be discarded.
-  void release(std::uintptr_t first, std::size_t count) noexcept;
+  // Returns chunks to the zone. Their pages must already be discarded. `freed_by` (a heap id, or
+  // 0) is left in the owner map as a tombstone until the chunks are reused, so that a second
+  // free of a huge block is reported as a double free rather than as a stray address.
+  void release(std::uintptr_t first, std::size_t count, std::uint32_t freed_by = 0) noexcept;
 
-  // The owner of the chunk holding `a` (0: none). `a` must lie in the zone.
+  // Owner-map entries with this bit set are tombstones: free chunks, last freed by the heap in
+  // the other bits. Heap ids never have it.
+  static constexpr std::uint32_t kTombstone = 0x80000000u;
+
+  // The owner-map entry of the chunk holding `a` (0: never owned). `a` must lie in the zone.
   static std::uint32_t owner_of(std::uintptr_t a) noexcept {
     const std::uintptr_t base = g_zone.base.load(std::memory_order_relaxed);
     return g_zone.owners.load(std::memory_order_relaxed)[(a - base) >> kChunkShift].load(

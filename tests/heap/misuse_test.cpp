@@ -1,0 +1,262 @@
+// Misuse: freeing a block twice, freeing it while its heap is not current, freeing an address the
+// heap never handed out, or freeing into a destroyed heap. Builds with REHEAP_CHECKS abort with a
+// message naming the mistake. Other builds ignore the frees they can recognise as foreign (the
+// block's heap is not current, or no live heap owns the address), count them in
+// Zone::stats().ignored_frees, and leave every heap intact.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "reheap/heap.h"
+#include "reheap/heap_scope.h"
+#include "reheap/zone.h"
+
+namespace reheap {
+namespace {
+
+constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * KiB;
+
+#if defined(REHEAP_TEST_CHECKS)
+constexpr bool kChecked = true;
+#else
+constexpr bool kChecked = false;
+#endif
+
+// Hides where a pointer came from, so that the compiler neither warns about the deliberate misuse
+// nor optimizes it away.
+[[gnu::noinline]] void* launder(void* p) {
+  asm volatile("" : "+r"(p));
+  return p;
+}
+
+void* offset(void* p, std::size_t bytes) { return static_cast<unsigned char*>(p) + bytes; }
+
+bool all_bytes_are(const void* p, std::size_t n, unsigned char value) {
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (bytes[i] != value) return false;
+  }
+  return true;
+}
+
+class MisuseDeathTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!kChecked) GTEST_SKIP() << "misuse aborts only in builds with REHEAP_CHECKS";
+    testing::FLAGS_gtest_death_test_style = "threadsafe";
+  }
+};
+
+TEST_F(MisuseDeathTest, DeletingASmallBlockTwiceAborts) {
+  HeapPtr heap = Heap::create();
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        void* p = ::operator new(64);
+        void* same = launder(p);
+        ::operator delete(p);
+        ::operator delete(same);
+      },
+      "double free");
+}
+
+TEST_F(MisuseDeathTest, DeletingAMediumBlockTwiceAborts) {
+  HeapPtr heap = Heap::create();
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        void* p = ::operator new(10000);
+        void* same = launder(p);
+        ::operator delete(p);
+        ::operator delete(same);
+      },
+      "double free");
+}
+
+TEST_F(MisuseDeathTest, DeletingAPageRunTwiceAborts) {
+  HeapPtr heap = Heap::create();
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        void* p = ::operator new(100 * KiB);
+        void* same = launder(p);
+        ::operator delete(p);
+        ::operator delete(same);
+      },
+      "double free");
+}
+
+TEST_F(MisuseDeathTest, DeletingAHugeBlockTwiceAborts) {
+  HeapPtr heap = Heap::create();
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        void* p = ::operator new(3 * MiB);
+        void* same = launder(p);
+        ::operator delete(p);
+        ::operator delete(same);
+      },
+      "double free");
+}
+
+TEST_F(MisuseDeathTest, DeallocatingTheSameBlockTwiceAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(200);
+  void* same = launder(p);
+  heap->deallocate(p);
+  EXPECT_DEATH(heap->deallocate(same), "double free");
+}
+
+TEST_F(MisuseDeathTest, DeletingABlockWhileAnotherHeapIsCurrentAborts) {
+  HeapPtr a = Heap::create();
+  HeapPtr b = Heap::create();
+  void* p = a->allocate(64);
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*b);
+        ::operator delete(launder(p));
+      },
+      "not the current heap");
+}
+
+TEST_F(MisuseDeathTest, DeletingAHeapBlockWhileNoHeapIsCurrentAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(64);
+  EXPECT_DEATH(::operator delete(launder(p)), "not the current heap");
+}
+
+TEST_F(MisuseDeathTest, DeletingAnAddressInsideASmallBlockAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(64);
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        ::operator delete(launder(offset(p, 8)));
+      },
+      "never handed out");
+}
+
+TEST_F(MisuseDeathTest, DeletingAnAddressInsideAPageRunAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(64 * KiB);
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        ::operator delete(launder(offset(p, 16 * KiB)));
+      },
+      "never handed out");
+}
+
+TEST_F(MisuseDeathTest, DeletingAnAddressInsideAHugeBlockAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(3 * MiB);
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        ::operator delete(launder(offset(p, 1 * MiB)));
+      },
+      "never handed out");
+}
+
+TEST_F(MisuseDeathTest, DeallocatingAnAddressInsideABlockAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(64);
+  EXPECT_DEATH(heap->deallocate(launder(offset(p, 16))), "never handed out");
+}
+
+TEST_F(MisuseDeathTest, DeletingABlockOfADestroyedHeapAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(64);
+  heap.reset();
+  EXPECT_DEATH(::operator delete(launder(p)), "no live heap");
+}
+
+TEST_F(MisuseDeathTest, DeletingABlockOfADestroyedHeapWhileAnotherIsCurrentAborts) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(64 * KiB);
+  heap.reset();
+  HeapPtr other = Heap::create(HeapConfig{});
+  // `other` may have been given the destroyed heap's chunk; only a chunk nobody owns qualifies.
+  if (Heap::owner_of(p) != nullptr) GTEST_SKIP() << "the new heap reuses the destroyed chunk";
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*other);
+        ::operator delete(launder(p));
+      },
+      "no live heap");
+}
+
+// Builds without REHEAP_CHECKS.
+
+class IgnoredFreeTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (kChecked) GTEST_SKIP() << "checked builds abort instead (see MisuseDeathTest)";
+  }
+};
+
+TEST_F(IgnoredFreeTest, DeletingABlockWhileAnotherHeapIsCurrentIsIgnoredAndCounted) {
+  HeapPtr a = Heap::create();
+  HeapPtr b = Heap::create();
+  void* p = a->allocate(64);
+  std::memset(p, 0xAB, 64);
+  void* mine = b->allocate(64);
+  std::memset(mine, 0xCD, 64);
+  const std::size_t ignored_before = Zone::stats().ignored_frees;
+  {
+    HeapScope scope(*b);
+    ::operator delete(launder(p));
+  }
+  EXPECT_EQ(Zone::stats().ignored_frees, ignored_before + 1);
+  EXPECT_EQ(a->stats().live_blocks, 1u) << "the block stays live in its own heap";
+  EXPECT_TRUE(all_bytes_are(p, 64, 0xAB));
+  EXPECT_EQ(b->stats().live_blocks, 1u) << "the current heap is untouched";
+  EXPECT_TRUE(all_bytes_are(mine, 64, 0xCD));
+  // B hands out fresh blocks only, never A's.
+  for (int i = 0; i < 1000; ++i) {
+    void* q = b->allocate(64);
+    ASSERT_TRUE(b->owns(q));
+    ASSERT_NE(q, p);
+  }
+  // The block can still be freed properly.
+  {
+    HeapScope scope(*a);
+    ::operator delete(p);
+  }
+  EXPECT_EQ(a->stats().live_blocks, 0u);
+}
+
+TEST_F(IgnoredFreeTest, DeletingAHeapBlockWhileNoHeapIsCurrentIsIgnoredAndCounted) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(100 * KiB);
+  std::memset(p, 0x11, 100 * KiB);
+  const std::size_t ignored_before = Zone::stats().ignored_frees;
+  ::operator delete(launder(p));
+  EXPECT_EQ(Zone::stats().ignored_frees, ignored_before + 1);
+  EXPECT_EQ(heap->stats().large_live_blocks, 1u);
+  EXPECT_TRUE(all_bytes_are(p, 100 * KiB, 0x11));
+  heap->deallocate(p);
+  EXPECT_EQ(heap->stats().live_blocks, 0u);
+}
+
+TEST_F(IgnoredFreeTest, DeletingABlockOfADestroyedHeapIsIgnoredAndCounted) {
+  HeapPtr heap = Heap::create();
+  void* p = heap->allocate(64);
+  heap.reset();
+  const std::size_t ignored_before = Zone::stats().ignored_frees;
+  ::operator delete(launder(p));
+  EXPECT_EQ(Zone::stats().ignored_frees, ignored_before + 1);
+  // The zone is intact: new heaps work.
+  HeapPtr next = Heap::create();
+  void* q = next->allocate(64);
+  ASSERT_NE(q, nullptr);
+  EXPECT_TRUE(next->owns(q));
+  next->deallocate(q);
+  EXPECT_EQ(next->stats().live_blocks, 0u);
+}
+
+}  // namespace
+}  // namespace reheap
