@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --preset release >/dev/null
-cmake --build --preset release --target reheap_heap reheap_global_new >/dev/null
+cmake --build --preset release --target reheap_heap reheap_new_delete >/dev/null
 cmake --install build/release --prefix "$prefix/usr" >/dev/null
 mkdir -p "$prefix/consumer"
 cat > "$prefix/consumer/main.cpp" <<'CPP'
@@ -29,7 +29,7 @@ target_link_libraries(consumer PRIVATE reheap::global_new)
 CMAKE
 cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null
-cmake --build "$prefix/consumer/build" >/dev/null
+cmake --build "$prefix/consumer/build" | tail -20
 "$prefix/consumer/build/consumer"
 echo "install: find_package(reheap) consumer OK"
 PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" \
