@@ -18,6 +18,11 @@ REHEAP_SLOW_PATH void* alloc_slow(HeapState* h, std::size_t size, std::size_t al
     ++h->failed;
     return nullptr;
   }
+  if (size <= kMaxClassSize && alignment <= alignof(std::max_align_t)) {
+    // The default alignment: blocks of 16 bytes or more have it, smaller ones need only 8
+    // (malloc's rule). Over-aligned callers ask for at least `alignment` bytes (Heap::allocate).
+    return class_alloc(h, size_class(size));
+  }
   if (size <= kMaxClassSize && alignment <= kPageSize) {
     // Class blocks lie at lane start + i * size with lanes 64 KiB aligned, so a block is aligned
     // to the largest power of two dividing its size.

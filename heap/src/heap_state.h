@@ -83,7 +83,6 @@ struct HeapState : Heap {
   ChunkHeader* large_carve = nullptr; // the large chunk new runs are carved from
   std::uint64_t large_live_blocks = 0;
   std::uint64_t large_live_pages = 0;
-  std::uint64_t large_free_pages = 0;
   std::uint64_t huge_live_blocks = 0;
   std::size_t huge_live_bytes = 0;
   std::uint64_t bin_mask[(kNumBins + 63) / 64] = {};
@@ -137,6 +136,7 @@ void mark_class_allocated(void* p) noexcept;
 void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept;
 void free_pages(HeapState* h, void* p) noexcept;
 std::size_t page_block_size(const HeapState* h, const void* p) noexcept;
+std::size_t free_run_pages(const HeapState* h) noexcept;  // O(free runs)
 void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept;
 void release_chunk_pages(HeapState* h, ChunkHeader* chunk, bool is_class) noexcept;
 void unpoison_free_blocks(HeapState* h) noexcept;

@@ -1,6 +1,7 @@
 // Heap statistics, derived on request so that no allocation or free pays for bookkeeping:
 // live class blocks are the blocks carved minus the blocks on the free lists.
 #include "heap_state.h"
+#include "layout.h"
 
 namespace reheap {
 
@@ -22,7 +23,7 @@ HeapStats Heap::stats() const noexcept {
   }
   s.large_live_blocks = h->large_live_blocks;
   s.large_live_bytes = h->large_live_pages * kPageSize;
-  s.large_free_bytes = h->large_free_pages * kPageSize;
+  s.large_free_bytes = detail::free_run_pages(h) * kPageSize;
   s.huge_live_blocks = h->huge_live_blocks;
   s.huge_live_bytes = h->huge_live_bytes;
   s.live_blocks += h->large_live_blocks + h->huge_live_blocks;

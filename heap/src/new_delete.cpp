@@ -26,12 +26,16 @@ void* system_alloc(std::size_t size, std::size_t alignment) noexcept {
 }
 
 // Null only when the new_handler gives up (nothrow) or is absent and `nothrow` is set.
-REHEAP_SLOW_PATH void* new_slow(std::size_t size, std::size_t alignment, bool nothrow) {
-  for (;;) {
-    HeapState* h = t_current;
-    void* p = h == &g_no_heap ? system_alloc(size, alignment)
-                              : reheap::detail::alloc_slow(h, size, alignment);
-    if (p != nullptr) return p;
+// `tried`: the caller already made the first attempt (so a failure is counted once).
+REHEAP_SLOW_PATH void* new_slow(std::size_t size, std::size_t alignment, bool nothrow,
+                                bool tried = false) {
+  for (;; tried = false) {
+    if (!tried) {
+      HeapState* h = t_current;
+      void* p = h == &g_no_heap ? system_alloc(size, alignment)
+                                : reheap::detail::alloc_slow(h, size, alignment);
+      if (p != nullptr) return p;
+    }
     std::new_handler handler = std::get_new_handler();
     if (handler == nullptr) {
       if (nothrow) return nullptr;
@@ -49,6 +53,13 @@ REHEAP_SLOW_PATH void* new_slow(std::size_t size, std::size_t alignment, bool no
   }
 }
 
+// Requests above the class sizes go straight to the page runs: one call, not three layers.
+REHEAP_SLOW_PATH void* page_run_new(HeapState* h, std::size_t size, bool nothrow) {
+  if (h == &g_no_heap) return new_slow(size, alignof(std::max_align_t), nothrow);
+  if (void* p = reheap::detail::alloc_pages(h, size, alignof(std::max_align_t))) return p;
+  return new_slow(size, alignof(std::max_align_t), nothrow, true);
+}
+
 [[gnu::always_inline]] inline void* fast_new(std::size_t size, bool nothrow) {
   HeapState* h = t_current;
   if (size <= reheap::kMaxClassSize) [[likely]] {
@@ -59,8 +70,9 @@ REHEAP_SLOW_PATH void* new_slow(std::size_t size, std::size_t alignment, bool no
       if constexpr (reheap::detail::kChecks) reheap::detail::mark_class_allocated(p);
       return p;
     }
+    return new_slow(size, alignof(std::max_align_t), nothrow);
   }
-  return new_slow(size, alignof(std::max_align_t), nothrow);
+  return page_run_new(h, size, nothrow);
 }
 
 [[gnu::always_inline]] inline void* aligned_new(std::size_t size, std::align_val_t al, bool nothrow) {

@@ -27,10 +27,10 @@ char* page_address(ChunkHeader* c, std::size_t page) noexcept {
   return reinterpret_cast<char*>(c) + page * kPageSize;
 }
 
+void mark_free(ChunkHeader* c, std::size_t first, std::size_t pages) noexcept;
+
 void bin_insert(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
-  std::uint16_t* pt = page_table(c);
-  pt[first] = static_cast<std::uint16_t>(pages | kRunHead | kRunFree);
-  pt[first + pages - 1] = static_cast<std::uint16_t>(pages | kRunFree | (pages == 1 ? kRunHead : 0));
+  mark_free(c, first, pages);
   auto* run = reinterpret_cast<FreeRun*>(page_address(c, first));
   const unsigned b = bin_of(pages);
   run->prev = nullptr;
@@ -38,7 +38,6 @@ void bin_insert(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pag
   if (run->next != nullptr) run->next->prev = run;
   h->bins[b] = run;
   h->bin_mask[b / 64] |= std::uint64_t{1} << (b % 64);
-  h->large_free_pages += pages;
 }
 
 void bin_remove(HeapState* h, FreeRun* run, std::size_t pages) noexcept {
@@ -50,8 +49,19 @@ void bin_remove(HeapState* h, FreeRun* run, std::size_t pages) noexcept {
     if (run->next == nullptr) h->bin_mask[b / 64] &= ~(std::uint64_t{1} << (b % 64));
   }
   if (run->next != nullptr) run->next->prev = run->prev;
-  h->large_free_pages -= pages;
 }
+
+void mark_free(ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
+  std::uint16_t* pt = page_table(c);
+  pt[first] = static_cast<std::uint16_t>(pages | kRunHead | kRunFree);
+  pt[first + pages - 1] = static_cast<std::uint16_t>(pages | kRunFree | (pages == 1 ? kRunHead : 0));
+}
+
+// Changes the length of the free run starting at `first`, keeping its list node (its first page)
+// when its bin does not change: the common case for long runs, which is what makes carving from
+// and merging into a long run cheap.
+void resize_free_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t old_pages,
+                     std::size_t new_pages) noexcept;
 
 ChunkHeader* chunk_header_of(const void* p) noexcept {
   return large_header(ZoneImpl::chunk_base(reinterpret_cast<std::uintptr_t>(p)));
@@ -60,6 +70,16 @@ ChunkHeader* chunk_header_of(const void* p) noexcept {
 std::size_t page_index(const ChunkHeader* c, const void* p) noexcept {
   return static_cast<std::size_t>(static_cast<const char*>(p) -
                                   reinterpret_cast<const char*>(c)) >> kPageShift;
+}
+
+void resize_free_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t old_pages,
+                     std::size_t new_pages) noexcept {
+  if (bin_of(old_pages) == bin_of(new_pages)) {
+    mark_free(c, first, new_pages);
+    return;
+  }
+  bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, first)), old_pages);
+  bin_insert(h, c, first, new_pages);
 }
 
 // The smallest free run of at least `pages` pages, or null.
@@ -119,10 +139,15 @@ char* take_run(HeapState* h, std::size_t pages) noexcept {
     ChunkHeader* c = chunk_header_of(r);
     const std::size_t first = page_index(c, r);
     const std::size_t have = page_table(c)[first] & kRunLength;
-    bin_remove(h, r, have);
-    if (have > pages) bin_insert(h, c, first + pages, have - pages);
-    mark_allocated(c, first, pages);
-    return page_address(c, first);
+    if (have == pages) {
+      bin_remove(h, r, have);
+      mark_allocated(c, first, pages);
+      return page_address(c, first);
+    }
+    // Take the run's tail, so that the rest keeps its first page and usually its bin.
+    resize_free_run(h, c, first, have, have - pages);
+    mark_allocated(c, first + have - pages, pages);
+    return page_address(c, first + have - pages);
   }
   ChunkHeader* c = h->large_carve;
   if (c == nullptr || c->frontier + pages > kPagesPerChunk) {
@@ -145,19 +170,19 @@ char* take_run(HeapState* h, std::size_t pages) noexcept {
 // Frees [first, first+pages) of chunk c, merging with free neighbours.
 void release_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
   std::uint16_t* pt = page_table(c);
-  if (first > kFirstRunPage && (pt[first - 1] & kRunFree)) {
-    const std::size_t before = pt[first - 1] & kRunLength;
-    first -= before;
-    pages += before;
-    bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, first)), before);
-  }
   const std::size_t after = first + pages;
+  std::size_t more = 0;
   if (after < c->frontier && (pt[after] & kRunFree)) {
-    const std::size_t more = pt[after] & kRunLength;
+    more = pt[after] & kRunLength;
     bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, after)), more);
-    pages += more;
   }
-  bin_insert(h, c, first, pages);
+  if (first > kFirstRunPage && (pt[first - 1] & kRunFree)) {
+    // Grow the free run before this one over it (and the run after, if free).
+    const std::size_t before = pt[first - 1] & kRunLength;
+    resize_free_run(h, c, first - before, before, before + pages + more);
+    return;
+  }
+  bin_insert(h, c, first, pages + more);
 }
 
 void* alloc_large(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
@@ -269,6 +294,17 @@ void free_pages(HeapState* h, void* p) noexcept {
   --h->large_live_blocks;
   h->large_live_pages -= pages;
   release_run(h, c, first, pages);
+}
+
+std::size_t free_run_pages(const HeapState* h) noexcept {
+  std::size_t pages = 0;
+  for (unsigned b = 0; b < kNumBins; ++b) {
+    for (FreeRun* r = h->bins[b]; r != nullptr; r = r->next) {
+      ChunkHeader* c = chunk_header_of(r);
+      pages += page_table(c)[page_index(c, r)] & kRunLength;
+    }
+  }
+  return pages;
 }
 
 std::size_t page_block_size(const HeapState* h, const void* p) noexcept {

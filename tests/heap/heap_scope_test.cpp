@@ -281,5 +281,26 @@ TEST(HeapScope, AHeapCanBeCurrentOnAnotherThreadAfterThisOneIsDoneWithIt) {
   EXPECT_TRUE(freed_there);
 }
 
+// Regression: plain `new` of a tiny object used to be served from the 16-byte class whenever the
+// 8-byte free list was empty (the slow path applied the default new alignment), so every such
+// block was freed onto the other class's list and every later `new` took the slow path again.
+TEST(HeapScope, PlainNewServesEachSizeFromItsOwnClassAndReusesTheFreedBlock) {
+  auto heap = Heap::create();
+  std::size_t usable[2] = {};
+  void* blocks[2] = {};
+  {
+    HeapScope scope(*heap);
+    for (int round = 0; round < 2; ++round) {
+      blocks[round] = ::operator new(8);
+      usable[round] = heap->usable_size(blocks[round]);
+      ::operator delete(blocks[round], 8);
+    }
+  }
+  EXPECT_EQ(usable[0], 8u);
+  EXPECT_EQ(usable[1], 8u);
+  EXPECT_EQ(blocks[1], blocks[0]) << "the freed block is handed out again";
+  EXPECT_EQ(heap->stats().classes[1].live_blocks + heap->stats().classes[1].free_blocks, 0u);
+}
+
 }  // namespace
 }  // namespace reheap
