@@ -9,32 +9,14 @@
 #include <new>
 #include <vector>
 
+#include "block_pattern.h"
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 
 namespace reheap {
 namespace {
 
-constexpr std::size_t KiB = 1024;
-constexpr std::size_t MiB = 1024 * 1024;
-
-unsigned char pattern_byte(std::uint64_t seed, std::size_t i) {
-  const std::uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
-  return static_cast<unsigned char>((x >> 56) ^ (x >> 29));
-}
-
-void fill(void* p, std::size_t n, std::uint64_t seed) {
-  auto* bytes = static_cast<unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) bytes[i] = pattern_byte(seed, i);
-}
-
-bool holds_pattern(const void* p, std::size_t n, std::uint64_t seed) {
-  const auto* bytes = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (bytes[i] != pattern_byte(seed, i)) return false;
-  }
-  return true;
-}
+using namespace reheap::testing;
 
 // Allocates `size`-byte blocks, each filled with its own pattern, until the heap refuses one.
 std::vector<void*> allocate_until_refused(Heap& heap, std::size_t size, std::size_t at_most) {

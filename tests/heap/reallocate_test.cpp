@@ -8,33 +8,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "block_pattern.h"
 #include "reheap/heap.h"
 #include "reheap/size_class.h"
 
 namespace reheap {
 namespace {
 
-constexpr std::size_t KiB = 1024;
-constexpr std::size_t MiB = 1024 * 1024;
-
-unsigned char pattern_byte(std::uint64_t seed, std::size_t i) {
-  const std::uint64_t x = (seed + 1) * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull;
-  return static_cast<unsigned char>((x >> 56) ^ (x >> 29));
-}
-
-void fill(void* p, std::size_t n, std::uint64_t seed) {
-  auto* bytes = static_cast<unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) bytes[i] = pattern_byte(seed, i);
-}
-
-// The number of leading bytes of [p, p + n) that still hold the pattern `seed`.
-std::size_t intact_prefix(const void* p, std::size_t n, std::uint64_t seed) {
-  const auto* bytes = static_cast<const unsigned char*>(p);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (bytes[i] != pattern_byte(seed, i)) return i;
-  }
-  return n;
-}
+using namespace reheap::testing;
 
 TEST(Reallocate, OfANullPointerAllocates) {
   HeapPtr heap = Heap::create();
