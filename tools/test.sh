@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(release asan tsan install)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+passed=0
+failed=0
 for preset in "${presets[@]}"; do
   if [ "$preset" = install ]; then
     bash tools/check_install.sh
@@ -17,5 +21,12 @@ for preset in "${presets[@]}"; do
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
   echo "== $preset: test"
-  ctest --preset "$preset"
+  status=0
+  ctest --preset "$preset" 2>&1 | tee "$log" || status=$?
+  # "100% tests passed, 0 tests failed out of 78"
+  read -r nfail ntotal < <(sed -nE 's/.* ([0-9]+) tests failed out of ([0-9]+).*/\1 \2/p' "$log" | tail -1)
+  passed=$((passed + ${ntotal:-0} - ${nfail:-0}))
+  failed=$((failed + ${nfail:-0}))
+  [ "$status" -eq 0 ] || { echo "tests: $passed passed, $failed failed"; exit "$status"; }
 done
+echo "tests: $passed passed, $failed failed"
