@@ -34,6 +34,7 @@
 
 #include "bench_clock.h"
 #include "os/write_tracker.h"
+#include "process_memory.h"
 
 namespace {
 
@@ -109,16 +110,6 @@ std::vector<std::size_t> shuffled_pages(std::size_t n, unsigned seed) {
   for (std::size_t i = 0; i < n; ++i) v[i] = i;
   std::shuffle(v.begin(), v.end(), std::mt19937_64(seed));
   return v;
-}
-
-long status_kib(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string key = std::string(field) + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::strtol(line.c_str() + key.size(), nullptr, 10);
-  }
-  return -1;
 }
 
 long read_long(const char* path) {
@@ -275,21 +266,21 @@ void measure_uffd() {
   long pte64 = 0, pte1g = 0;
   {
     Mapping m(64 << 20);
-    const long pte0 = status_kib("VmPTE");
+    const long pte0 = static_cast<long>(bench::page_table_bytes() / 1024);
     WriteTracker t;
     bench::Stopwatch sw;
     must(t.track(m.range(), &error));
     track64_ms = ms_since(sw);
-    pte64 = status_kib("VmPTE") - pte0;
+    pte64 = static_cast<long>(bench::page_table_bytes() / 1024) - pte0;
   }
   Mapping g(kGiB);
   WriteTracker tracker;
   {
-    const long pte0 = status_kib("VmPTE");
+    const long pte0 = static_cast<long>(bench::page_table_bytes() / 1024);
     bench::Stopwatch sw;
     must(tracker.track(g.range(), &error));
     track1g_ms = ms_since(sw);
-    pte1g = status_kib("VmPTE") - pte0;
+    pte1g = static_cast<long>(bench::page_table_bytes() / 1024) - pte0;
   }
   std::printf(
       "    track(): 64 MiB %.3f ms, +%ld KiB page tables; 1 GiB %.2f ms, +%ld KiB page "

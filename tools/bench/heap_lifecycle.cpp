@@ -8,10 +8,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "process_memory.h"
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 #include "reheap/zone.h"
@@ -19,16 +19,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-long status_kib(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string key = std::string(field) + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::strtol(line.c_str() + key.size(), nullptr, 10);
-  }
-  return -1;
-}
 
 double us_per(Clock::time_point a, Clock::time_point b, int n) {
   return std::chrono::duration<double, std::micro>(b - a).count() / n;
@@ -60,13 +50,13 @@ int main(int argc, char** argv) {
   }
   std::vector<reheap::HeapPtr> heaps;
   heaps.reserve(static_cast<std::size_t>(n));
-  const long rss0 = status_kib("VmRSS"), pte0 = status_kib("VmPTE");
+  const std::size_t rss0 = bench::current_rss_bytes(), pte0 = bench::page_table_bytes();
   auto t0 = Clock::now();
   for (int i = 0; i < n; ++i) heaps.push_back(reheap::Heap::create());
   auto t1 = Clock::now();
   for (auto& h : heaps) populate(*h);
   auto t2 = Clock::now();
-  const long rss1 = status_kib("VmRSS"), pte1 = status_kib("VmPTE");
+  const std::size_t rss1 = bench::current_rss_bytes(), pte1 = bench::page_table_bytes();
   const reheap::HeapStats s = heaps.front()->stats();
   const reheap::ZoneStats z = reheap::Zone::stats();
   heaps.clear();
@@ -75,7 +65,7 @@ int main(int argc, char** argv) {
               us_per(t0, t1, n), us_per(t1, t2, n), us_per(t2, t3, n));
   std::printf("idle heap with 3 objects: committed_bytes %zu, reserved %zu MiB; per heap RSS "
               "%.1f KiB, page tables %.1f KiB; zone held %zu heaps in %zu class chunks\n",
-              s.committed_bytes, s.reserved_bytes >> 20, double(rss1 - rss0) / n,
-              double(pte1 - pte0) / n, z.live_heaps, z.class_chunks_in_use);
+              s.committed_bytes, s.reserved_bytes >> 20, double(rss1 - rss0) / 1024 / n,
+              double(pte1 - pte0) / 1024 / n, z.live_heaps, z.class_chunks_in_use);
   return 0;
 }

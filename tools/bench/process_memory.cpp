@@ -41,6 +41,8 @@ std::size_t current_rss_bytes() noexcept { return status_field_bytes("VmRSS"); }
 
 std::size_t peak_rss_bytes() noexcept { return status_field_bytes("VmHWM"); }
 
+std::size_t page_table_bytes() noexcept { return status_field_bytes("VmPTE"); }
+
 bool reset_peak_rss() noexcept {
   const int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;

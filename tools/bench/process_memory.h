@@ -14,6 +14,9 @@ namespace bench {
 std::size_t current_rss_bytes() noexcept;
 std::size_t peak_rss_bytes() noexcept;
 
+// The kernel's page tables of this process (VmPTE), in bytes; 0 when /proc is unreadable.
+std::size_t page_table_bytes() noexcept;
+
 // Resets VmHWM to VmRSS. False when the kernel refuses (then the peak covers the whole process).
 bool reset_peak_rss() noexcept;
 
