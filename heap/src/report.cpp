@@ -47,11 +47,14 @@ void report_misuse(Misuse kind, const void* ptr, std::uint32_t owner,
   switch (kind) {
     case Misuse::kDoubleFree:
       fatal("double free of %p in heap %u", ptr, owner);
-    case Misuse::kNotCurrentHeap:
+    case Misuse::kNotCurrentHeap: {
+      char current_name[32] = "none";
+      if (current != 0) std::snprintf(current_name, sizeof current_name, "heap %u", current);
       fatal("free of %p: the block belongs to heap %u, which is not the current heap (current: "
-            "%s%u); make its heap current with reheap::HeapScope before deleting objects that "
+            "%s); make its heap current with reheap::HeapScope before deleting objects that "
             "live in it",
-            ptr, owner, current == 0 ? "none, " : "", current);
+            ptr, owner, current_name);
+    }
     case Misuse::kNeverHandedOut:
       fatal("free of %p: heap %u never handed out a block at this address", ptr, owner);
     case Misuse::kNoLiveHeap:
