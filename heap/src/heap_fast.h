@@ -31,14 +31,20 @@ namespace reheap::detail {
 void* alloc_slow(HeapState* h, std::size_t size, std::size_t alignment) noexcept;
 void free_slow(HeapState* h, void* p) noexcept;
 
-// Pops a block of class `cls`, or carves one; null when the heap cannot grow.
-REHEAP_FAST_PATH void* class_alloc(HeapState* h, unsigned cls) noexcept {
-  if (void* p = h->free[cls]) [[likely]] {
+// Pops a free block of class `cls`, or null if the free list is empty.
+REHEAP_FAST_PATH void* pop_free(HeapState* h, unsigned cls) noexcept {
+  void* p = h->free[cls];
+  if (p != nullptr) [[likely]] {
     h->free[cls] = *static_cast<void**>(p);
     REHEAP_UNPOISON(p, kClassSize[cls]);
     if constexpr (kChecks) mark_class_allocated(p);
-    return p;
   }
+  return p;
+}
+
+// Pops a block of class `cls`, or carves one; null when the heap cannot grow.
+REHEAP_FAST_PATH void* class_alloc(HeapState* h, unsigned cls) noexcept {
+  if (void* p = pop_free(h, cls)) [[likely]] return p;
   return carve_block(h, cls);
 }
 
