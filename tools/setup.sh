@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libuv1-dev libmsgpack-cxx-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev
-  clang libclang-rt-14-dev valgrind
+  libxxhash-dev clang libclang-rt-14-dev valgrind
 )
 
 missing=()

@@ -64,8 +64,17 @@ void unpoison_free_blocks(HeapState* h) noexcept {
     }
   }
 }
+
+void poison_free_blocks(HeapState* h) noexcept {
+  for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+    for (void* p = h->free[cls]; p != nullptr; p = *static_cast<void**>(p)) {
+      REHEAP_POISON(static_cast<char*>(p) + sizeof(void*), kClassSize[cls] - sizeof(void*));
+    }
+  }
+}
 #else
 void unpoison_free_blocks(HeapState*) noexcept {}
+void poison_free_blocks(HeapState*) noexcept {}
 #endif
 
 }  // namespace detail
@@ -101,6 +110,7 @@ void Heap::destroy(Heap* heap) noexcept {
   if (heap == nullptr) return;
   HeapState* h = state(heap);
   if (detail::t_current == h) detail::t_current = &detail::g_no_heap;
+  if (h->observer != nullptr) h->observer->heap_destroyed();
   detail::unpoison_free_blocks(h);
   detail::ZoneImpl& zone = detail::zone();
   for (detail::ChunkHeader* c = h->large_head; c != nullptr;) {

@@ -58,6 +58,17 @@ struct ClassCursor {
 
 inline constexpr std::uint32_t kNoHeapId = 0xffffffffu;
 
+// Told before a heap gives chunks back to the zone, so that whoever watches the heap's pages (the
+// snapshot write tracker) lets go of them before they are discarded and handed to another heap.
+class ChunkObserver {
+ public:
+  virtual void chunks_released(std::uintptr_t first, std::size_t count) noexcept = 0;
+  virtual void heap_destroyed() noexcept = 0;
+
+ protected:
+  ~ChunkObserver() = default;
+};
+
 struct HeapState : Heap {
   constexpr explicit HeapState(std::uint32_t heap_id) noexcept : id(heap_id) {}
 
@@ -75,6 +86,7 @@ struct HeapState : Heap {
   std::uint64_t failed = 0;
   OsCallStats os{};
   void* root = nullptr;
+  ChunkObserver* observer = nullptr;  // not part of the heap's saved state: cleared on restore
   ChunkHeader* class_head = nullptr;
   ChunkHeader* class_tail = nullptr;
   std::uint32_t class_chunks = 0;
@@ -140,5 +152,6 @@ std::size_t free_run_pages(const HeapState* h) noexcept;  // O(free runs)
 void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept;
 void release_chunk_pages(HeapState* h, ChunkHeader* chunk, bool is_class) noexcept;
 void unpoison_free_blocks(HeapState* h) noexcept;
+void poison_free_blocks(HeapState* h) noexcept;
 
 }  // namespace reheap::detail

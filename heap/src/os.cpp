@@ -31,6 +31,13 @@ int discard(std::uintptr_t base, std::size_t size) noexcept {
   return ::madvise(reinterpret_cast<void*>(base), size, MADV_DONTNEED) == 0 ? 0 : errno;
 }
 
+int populate(std::uintptr_t base, std::size_t size) noexcept {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;
+#endif
+  return ::madvise(reinterpret_cast<void*>(base), size, MADV_POPULATE_WRITE) == 0 ? 0 : errno;
+}
+
 void* map_table(std::size_t size) noexcept {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

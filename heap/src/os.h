@@ -17,6 +17,10 @@ int make_accessible(std::uintptr_t base, std::size_t size) noexcept;
 // Gives the pages back to the OS; they read as zero afterwards and keep their protection.
 int discard(std::uintptr_t base, std::size_t size) noexcept;
 
+// Commits the pages now (MADV_POPULATE_WRITE, Linux 5.14), so that filling them with read(2)
+// does not fault once per page. Failure only costs speed.
+int populate(std::uintptr_t base, std::size_t size) noexcept;
+
 // Anonymous, lazily committed memory outside the zone, for the zone's own tables.
 void* map_table(std::size_t size) noexcept;
 

@@ -140,21 +140,40 @@ std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, std::uint32_t own
   }
   if (i + count > end) return 0;
   if (count == 1 || i == hint_[h]) hint_[h] = i + (count == 1 ? 1 : 0);
-  const std::size_t need_end = i + count;
-  if (need_end > accessible_end_[h]) {
-    std::size_t new_end = align_up(need_end, kProtectStep);
-    if (new_end > end) new_end = end;
-    const std::uintptr_t from = ZoneImpl::chunk_address(static_cast<std::uint32_t>(accessible_end_[h]));
-    if (os::make_accessible(from, (new_end - accessible_end_[h]) * kChunkSize) != 0) return 0;
-    ++*mprotect_calls;
-    accessible_end_[h] = new_end;
-  }
-  mark(i, count, true);
-  in_use_[h] += count;
-  const std::uint32_t id = owner != 0 ? owner : static_cast<std::uint32_t>(i + 1);
-  auto* owners = g_zone.owners.load(std::memory_order_relaxed);
-  for (std::size_t k = i; k < i + count; ++k) owners[k].store(id, std::memory_order_relaxed);
+  if (!make_accessible_locked(h, i + count, mprotect_calls)) return 0;
+  take_locked(h, i, count, owner != 0 ? owner : static_cast<std::uint32_t>(i + 1));
   return chunk_address(static_cast<std::uint32_t>(i));
+}
+
+bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, std::uint32_t owner,
+                          std::uint64_t* mprotect_calls) noexcept {
+  std::lock_guard lock(mutex_);
+  if (!reserved() || count == 0 || first + count > chunks_ || first + count < first) return false;
+  const int h = first < class_chunks_ ? 0 : 1;
+  if (h == 0 && first + count > class_chunks_) return false;
+  if (!run_is_free(first, count)) return false;
+  if (!make_accessible_locked(h, first + count, mprotect_calls)) return false;
+  take_locked(h, first, count, owner);
+  return true;
+}
+
+bool ZoneImpl::make_accessible_locked(int h, std::size_t need_end, std::uint64_t* mprotect_calls) noexcept {
+  if (need_end <= accessible_end_[h]) return true;
+  const std::size_t end = h == 0 ? class_chunks_ : chunks_;
+  std::size_t new_end = align_up(need_end, kProtectStep);
+  if (new_end > end) new_end = end;
+  const std::uintptr_t from = ZoneImpl::chunk_address(static_cast<std::uint32_t>(accessible_end_[h]));
+  if (os::make_accessible(from, (new_end - accessible_end_[h]) * kChunkSize) != 0) return false;
+  ++*mprotect_calls;
+  accessible_end_[h] = new_end;
+  return true;
+}
+
+void ZoneImpl::take_locked(int h, std::size_t first, std::size_t count, std::uint32_t owner) noexcept {
+  mark(first, count, true);
+  in_use_[h] += count;
+  auto* owners = g_zone.owners.load(std::memory_order_relaxed);
+  for (std::size_t k = first; k < first + count; ++k) owners[k].store(owner, std::memory_order_relaxed);
 }
 
 void ZoneImpl::release(std::uintptr_t first, std::size_t count, std::uint32_t freed_by) noexcept {

@@ -45,6 +45,11 @@ class ZoneImpl {
   std::uintptr_t acquire(Half half, std::size_t count, std::uint32_t owner,
                          std::uint64_t* mprotect_calls) noexcept;
 
+  // Takes exactly the chunks [first, first + count) for heap `owner` (restoring a snapshot).
+  // Returns false if any of them is in use or the run leaves its half of the zone.
+  bool acquire_at(std::size_t first, std::size_t count, std::uint32_t owner,
+                  std::uint64_t* mprotect_calls) noexcept;
+
   // Returns chunks to the zone. Their pages must already be discarded. `freed_by` (a heap id, or
   // 0) is left in the owner map as a tombstone until the chunks are reused, so that a second
   // free of a huge block is reported as a double free rather than as a stray address.
@@ -80,6 +85,8 @@ class ZoneImpl {
   static constexpr std::size_t kProtectStep = 64;  // chunks made accessible at once (4 GiB)
 
   void reserve_locked();
+  bool make_accessible_locked(int half, std::size_t need_end, std::uint64_t* mprotect_calls) noexcept;
+  void take_locked(int half, std::size_t first, std::size_t count, std::uint32_t owner) noexcept;
   bool run_is_free(std::size_t first, std::size_t count) const noexcept;
   void mark(std::size_t first, std::size_t count, bool used) noexcept;
 

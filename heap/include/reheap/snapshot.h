@@ -1,0 +1,107 @@
+// Snapshots: a heap's whole state saved page by page, and restored at the same addresses.
+//
+// A snapshot holds the pages of the heap's chunks that are in use and not all zero (zero pages
+// are holes), which includes the allocator's own state (it lives in those pages), the heap's root
+// pointer (Heap::set_root) and the layout of the saving program (program_layout.h). Restoring
+// takes the same chunks of the zone again, in this process or another one running the same
+// binary, reads the pages back in place, and hands back a heap whose root and every pointer
+// inside it are valid; allocation and free continue normally.
+//
+// Chains: a full snapshot, then increments holding only the pages written since their parent.
+// Increments need write tracking from the kernel (userfaultfd write-protect, Linux >= 6.7, see
+// heap/src/os/write_tracker.h); where it is missing an incremental request writes a full
+// snapshot and says why in SnapshotInfo. restore() follows a chain from its last file; compact()
+// folds a chain into one full snapshot.
+//
+// Rules: save between operations on the heap, on the thread using it (the heap may be current or
+// not; the snapshot code allocates nothing in it). Errors throw SnapshotError naming the file and
+// the problem. A failed save leaves the previous file intact and loses no tracked write (the next
+// increment still holds it); a failed restore leaves nothing behind in the zone.
+// The file format is specified in heap/SNAPSHOT_FORMAT.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "reheap/byte_stream.h"
+#include "reheap/heap.h"
+#include "reheap/program_layout.h"
+#include "reheap/snapshot_error.h"
+#include "reheap/snapshot_file.h"
+
+namespace reheap {
+
+struct SnapshotInfo {
+  SnapshotKind kind = SnapshotKind::kFull;
+  std::uint64_t id = 0;
+  std::uint64_t parent_id = 0;
+  std::uint64_t generation = 0;
+  std::uint64_t pages_written = 0;       // data pages in the file
+  std::uint64_t zero_pages = 0;          // skipped as holes (full) or written as zero runs (increment)
+  std::uint64_t bytes_written = 0;       // file size
+  std::string tracking;                  // the write-tracking mechanism, or "none: <why>"
+  std::string fallback_reason;           // why an incremental request wrote a full snapshot
+};
+
+// Saves snapshots of one heap and tracks its writes between them. Keep one Snapshotter per heap
+// for as long as you take snapshots of it; destroy it before the heap (a destroyed heap makes
+// every later call throw kMisuse).
+class Snapshotter {
+ public:
+  explicit Snapshotter(Heap& heap);
+  ~Snapshotter();
+  Snapshotter(const Snapshotter&) = delete;
+  Snapshotter& operator=(const Snapshotter&) = delete;
+
+  // Writes a full snapshot to `file` crash-safely: a temporary file in the same directory,
+  // fsync, rename over `file`, fsync of the directory. A crash at any moment leaves either the
+  // old `file` or the new one, complete.
+  SnapshotInfo save(const std::filesystem::path& file);
+
+  // Writes the pages changed since the last successful save, save_increment or attach; the file
+  // records that snapshot as its parent (by id, and by file name relative to this file's
+  // directory). Writes a full snapshot instead, saying why in fallback_reason, when there is no
+  // parent or no write tracking.
+  SnapshotInfo save_increment(const std::filesystem::path& file);
+
+  // The same to any sink (crash safety is then the sink's business). `parent_file` is the name an
+  // increment records for its parent.
+  SnapshotInfo write(ByteSink& sink);
+  SnapshotInfo write_increment(ByteSink& sink, const std::string& parent_file);
+
+  // Declares that the heap's current state is the snapshot `file` (e.g. the heap was just
+  // restored from it), so that the next save_increment() builds on it.
+  void attach(const std::filesystem::path& file);
+
+  // The mechanism ("userfaultfd-wp-async+PAGEMAP_SCAN") or "none: <why>".
+  std::string tracking() const;
+
+  Heap& heap() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+struct RestoreOptions {
+  LayoutCheck layout = LayoutCheck::kStrict;
+  // Refuses (kOverLimit) a heap whose committed bytes exceed this. The restored heap keeps the
+  // limit it was saved with.
+  std::size_t limit_bytes = kUnlimited;
+};
+
+// Restores the heap saved in `file`, applying the chain of parents first when it is an
+// increment. If the zone is not reserved yet, it is reserved at the snapshot's base and size.
+HeapPtr restore(const std::filesystem::path& file, const RestoreOptions& options = {});
+
+// Restores a full snapshot from any source.
+HeapPtr restore(ByteSource& source, const RestoreOptions& options = {});
+
+// Writes the state the chain ending at `latest` describes as one full snapshot `out`
+// (crash-safe), without restoring it: no zone or heap is involved.
+SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem::path& out);
+
+}  // namespace reheap

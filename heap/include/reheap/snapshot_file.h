@@ -1,0 +1,120 @@
+// Snapshot files, read without restoring them: the header, the page runs, the checksums and the
+// parent chain. This is what `reheap-snap` (info, verify, diff) and restore are built on.
+//
+// A file is a preamble, a msgpack-encoded header, a sequence of page runs (address, length,
+// checksum, data) in ascending address order, an end record and a trailer whose checksum covers
+// the header and every run. heap/SNAPSHOT_FORMAT.md specifies it byte by byte.
+//
+// Every function here checks what it reads and throws SnapshotError (snapshot_error.h) on the
+// first problem; nothing here maps memory or touches a heap.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reheap/byte_stream.h"
+#include "reheap/program_layout.h"
+#include "reheap/size_class.h"
+#include "reheap/snapshot_error.h"
+
+namespace reheap {
+
+enum class SnapshotKind : std::uint8_t { kFull = 0, kIncremental = 1 };
+
+// What a chunk of the zone holds.
+enum class ChunkUse : std::uint8_t { kClass = 0, kLarge = 1, kHuge = 2 };
+
+struct SnapshotChunk {
+  std::uint32_t index = 0;  // in the zone: its address is zone_base + index * chunk_size
+  ChunkUse use = ChunkUse::kClass;
+  // Increments only: the chunk was (re)acquired after the parent snapshot, so its pages in the
+  // parent are stale; restore clears the chunk before applying this file's runs.
+  bool fresh = false;
+};
+
+// Pages written in this file, by what they hold.
+struct PageCounts {
+  std::array<std::uint64_t, kNumClasses> by_class{};  // small and medium blocks, per size class
+  std::uint64_t large = 0;     // page runs
+  std::uint64_t huge = 0;      // huge blocks
+  std::uint64_t metadata = 0;  // chunk headers, the heap's state, page tables, checked-build shadow
+  std::uint64_t zero = 0;      // increments: pages written as "now all zero" (no data in the file)
+};
+
+struct SnapshotHeader {
+  std::uint32_t format_version = 0;
+  SnapshotKind kind = SnapshotKind::kFull;
+  std::uint64_t id = 0;          // random, unique per snapshot
+  std::uint64_t parent_id = 0;   // increments: the snapshot this one applies on top of
+  std::string parent_file;       // increments: the parent's file name, relative to this file
+  std::uint64_t generation = 0;  // 1 for a heap's first snapshot, +1 for each next one
+  std::uint64_t created_unix_ns = 0;
+  std::uint32_t page_size = 0;
+  std::uint64_t chunk_size = 0;
+  std::uintptr_t zone_base = 0;
+  std::size_t zone_size = 0;
+  bool checked_build = false;  // saved by a build with REHEAP_CHECKS (its heaps carry a shadow)
+  std::uint32_t heap_id = 0;
+  std::uintptr_t root = 0;
+  std::size_t limit_bytes = 0;
+  std::size_t committed_bytes = 0;  // the heap's committed bytes when saved
+  std::vector<SnapshotChunk> chunks;  // every chunk the heap owned, ascending index
+  PageCounts pages;
+  ProgramLayout layout;  // of the saving process
+  std::string tracking;  // write tracking used for this file, or "none: <why>"
+};
+
+// One page run: `pages` pages at `address`, either data (stored in the file) or zero.
+struct PageRun {
+  std::uintptr_t address = 0;
+  std::uint32_t pages = 0;
+  bool zero = false;           // increments: these pages are all zero now; no data follows
+  std::uint64_t offset = 0;    // of the data in the file; the run's 8-byte checksum follows it
+};
+
+// Streams one snapshot: the header on construction, then the runs in order, then the trailer.
+class SnapshotReader {
+ public:
+  // Opens and reads the header. `name` is used in messages.
+  explicit SnapshotReader(const std::filesystem::path& file);
+  SnapshotReader(ByteSource& source, std::string name);
+  ~SnapshotReader();
+  SnapshotReader(const SnapshotReader&) = delete;
+  SnapshotReader& operator=(const SnapshotReader&) = delete;
+
+  const SnapshotHeader& header() const noexcept;
+  const std::string& name() const noexcept;
+
+  // The next run, or false after the last one, once the trailer's checksum and counts have been
+  // verified. The data of a data run must be consumed (read_data or skip_data) before the next
+  // call; both verify the run's checksum.
+  bool next(PageRun& run);
+  void read_data(void* destination);  // run.pages * page_size bytes
+  void skip_data();
+
+  // Bytes consumed so far, and the file's size if known (0 for streams): for progress lines.
+  std::uint64_t position() const noexcept;
+  std::uint64_t size() const noexcept;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The header alone (the rest of the file is not read).
+SnapshotHeader read_snapshot_header(const std::filesystem::path& file);
+
+// Reads the whole file and checks every checksum and structural rule. Throws on the first
+// problem; returns the header otherwise.
+SnapshotHeader verify_snapshot(const std::filesystem::path& file);
+
+// The chain that `latest` closes: its full snapshot first, `latest` last. Checks that each
+// increment's parent exists and is the snapshot it names (id, heap, zone), not the page data.
+std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& latest);
+
+}  // namespace reheap

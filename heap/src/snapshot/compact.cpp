@@ -1,0 +1,194 @@
+// compact(): a chain folded into one full snapshot, from the files alone.
+//
+// The chain is replayed on a page map (page address -> the file and offset holding its latest
+// data) rather than on memory, so compaction needs neither the zone nor the heap's size in RAM:
+// only 16 bytes per page. Every file is verified on the way (checksums, trailer); the output's
+// data is then read back from the files with pread and checked for zero pages again, since a
+// page zeroed later in the chain is a hole in the result.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "../layout.h"
+#include "file_io.h"
+#include "format.h"
+#include "reheap/heap_scope.h"
+#include "reheap/snapshot.h"
+#include "writer.h"
+
+namespace reheap {
+
+using namespace detail::snapshot;
+
+
+namespace {
+
+struct PageSource {
+  std::uint32_t file;
+  std::uint64_t offset;
+};
+
+class Descriptors {
+ public:
+  ~Descriptors() {
+    for (int fd : fds_) ::close(fd);
+  }
+  int open(const std::filesystem::path& file) {
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail_errno(errno, file.string(), "open");
+    fds_.push_back(fd);
+    return fd;
+  }
+  int operator[](std::size_t i) const { return fds_[i]; }
+
+ private:
+  std::vector<int> fds_;
+};
+
+void pread_exact(int fd, void* data, std::size_t size, std::uint64_t offset, const std::string& name) {
+  auto* p = static_cast<unsigned char*>(data);
+  while (size != 0) {
+    const ssize_t n = ::pread(fd, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail_errno(errno, name, "pread");
+    if (n == 0) fail(SnapshotErrc::kTruncated, name, "the file shrank while being compacted");
+    p += n;
+    size -= static_cast<std::size_t>(n);
+    offset += static_cast<std::uint64_t>(n);
+  }
+}
+
+bool all_zero(const unsigned char* page) {
+  for (std::size_t i = 0; i < kPageSize; ++i) {
+    if (page[i] != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem::path& out) {
+  HeapScope system(nullptr);
+  const std::vector<std::filesystem::path> chain = snapshot_chain(latest);
+  std::map<std::uintptr_t, PageSource> pages;
+  SnapshotHeader final;
+  Descriptors fds;
+  for (std::uint32_t i = 0; i < chain.size(); ++i) {
+    SnapshotReader reader(chain[i]);
+    const SnapshotHeader& h = reader.header();
+    for (const SnapshotChunk& c : h.chunks) {
+      if (!c.fresh) continue;
+      const std::uintptr_t begin = h.zone_base + std::uintptr_t{c.index} * h.chunk_size;
+      pages.erase(pages.lower_bound(begin), pages.lower_bound(begin + h.chunk_size));
+    }
+    PageRun run;
+    while (reader.next(run)) {
+      const std::uintptr_t end = run.address + std::uintptr_t{run.pages} * h.page_size;
+      pages.erase(pages.lower_bound(run.address), pages.lower_bound(end));
+      if (run.zero) continue;
+      reader.skip_data();  // verifies the run before the map points at it
+      for (std::uint32_t p = 0; p < run.pages; ++p) {
+        pages.emplace_hint(pages.end(), run.address + std::uintptr_t{p} * h.page_size,
+                           PageSource{i, run.offset + std::uint64_t{p} * h.page_size});
+      }
+    }
+    final = h;
+    fds.open(chain[i]);
+  }
+  if (final.page_size != kPageSize) {
+    fail(SnapshotErrc::kZoneMismatch, latest.string(), "compact needs 4 KiB pages");
+  }
+  // Pages of chunks the heap no longer owns are dropped.
+  for (auto it = pages.begin(); it != pages.end();) {
+    const auto index = static_cast<std::uint32_t>((it->first - final.zone_base) / final.chunk_size);
+    const bool owned = std::any_of(final.chunks.begin(), final.chunks.end(),
+                                   [&](const SnapshotChunk& c) { return c.index == index; });
+    it = owned ? std::next(it) : pages.erase(it);
+  }
+
+  // Plan: contiguous non-zero pages within a chunk form a run.
+  std::vector<PlannedRun> runs;
+  PageCounts counts;
+  std::unique_ptr<unsigned char[]> page(new unsigned char[kPageSize]);
+  for (auto it = pages.begin(); it != pages.end();) {
+    pread_exact(fds[it->second.file], page.get(), kPageSize, it->second.offset, chain[it->second.file].string());
+    if (all_zero(page.get())) {
+      it = pages.erase(it);
+      continue;
+    }
+    const std::uintptr_t a = it->first;
+    if (!runs.empty() && runs.back().address + std::uintptr_t{runs.back().pages} * kPageSize == a &&
+        (a - final.zone_base) % final.chunk_size != 0) {
+      ++runs.back().pages;
+    } else {
+      runs.push_back({a, 1, false});
+    }
+    ++it;
+  }
+
+  SnapshotHeader header = final;
+  header.kind = SnapshotKind::kFull;
+  header.parent_id = 0;
+  header.parent_file.clear();
+  header.id = 0;
+  while (header.id == 0) header.id = (static_cast<std::uint64_t>(::getpid()) << 40) ^
+                                      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                                      final.id * 0x9E3779B97F4A7C15ull;
+  header.created_unix_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  for (SnapshotChunk& c : header.chunks) c.fresh = false;
+  header.tracking = "compacted from " + std::to_string(chain.size()) + " files";
+  // Recount the pages by kind from the final chunk uses.
+  header.pages = PageCounts{};
+  std::uint64_t data_pages = 0;
+  for (const auto& [address, source] : pages) {
+    const auto index = static_cast<std::uint32_t>((address - final.zone_base) / final.chunk_size);
+    const auto c = std::find_if(final.chunks.begin(), final.chunks.end(),
+                                [&](const SnapshotChunk& k) { return k.index == index; });
+    const std::uintptr_t offset = (address - final.zone_base) % final.chunk_size;
+    ++data_pages;
+    switch (c->use) {
+      case ChunkUse::kClass: {
+        const auto lane = static_cast<unsigned>(detail::lane_index(address));
+        if (lane < kNumClasses) ++header.pages.by_class[lane]; else ++header.pages.metadata;
+        break;
+      }
+      case ChunkUse::kLarge:
+        if ((offset >> detail::kPageShift) < detail::kFirstRunPage) ++header.pages.metadata; else ++header.pages.large;
+        break;
+      case ChunkUse::kHuge: {
+        const bool run_head = offset == 0 && (c == final.chunks.begin() || std::prev(c)->use != ChunkUse::kHuge ||
+                                              std::prev(c)->index + 1 != c->index);
+        if (run_head) ++header.pages.metadata; else ++header.pages.huge;
+        break;
+      }
+    }
+  }
+
+  AtomicFile file(std::filesystem::absolute(out));
+  SnapshotWriter writer(file.sink(), header);
+  auto it = pages.begin();
+  for (const PlannedRun& r : runs) {
+    writer.begin_run(r.address, r.pages);
+    for (std::uint32_t p = 0; p < r.pages; ++p, ++it) {
+      pread_exact(fds[it->second.file], page.get(), kPageSize, it->second.offset, chain[it->second.file].string());
+      writer.append(page.get(), kPageSize);
+    }
+    writer.end_run();
+  }
+  writer.finish();
+  SnapshotInfo info;
+  info.bytes_written = file.commit();
+  info.kind = SnapshotKind::kFull;
+  info.id = header.id;
+  info.generation = header.generation;
+  info.pages_written = data_pages;
+  info.tracking = header.tracking;
+  return info;
+}
+
+}  // namespace reheap

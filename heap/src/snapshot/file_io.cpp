@@ -1,0 +1,160 @@
+#include "file_io.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "reheap/snapshot_error.h"
+
+namespace reheap::detail::snapshot {
+
+namespace {
+constexpr std::size_t kBufferSize = 256 * 1024;
+}
+
+void fail_errno(int err, const std::string& name, const char* call) {
+  const bool full = err == ENOSPC || err == EDQUOT;
+  throw SnapshotError(full ? SnapshotErrc::kNoSpace : SnapshotErrc::kIo,
+                      name + ": " + call + ": " + std::strerror(err) +
+                          (full ? " (the disk is full; the previous snapshot is untouched)" : ""));
+}
+
+FdSink::FdSink(int fd, std::string name)
+    : fd_(fd), name_(std::move(name)), buffer_(static_cast<unsigned char*>(std::malloc(kBufferSize))) {
+  if (buffer_ == nullptr) fail_errno(ENOMEM, name_, "malloc");
+}
+
+FdSink::~FdSink() { std::free(buffer_); }
+
+void FdSink::write_all(const void* data, std::size_t size) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  while (size != 0) {
+    // At most 1 GiB per call: Linux writes at most 0x7ffff000 bytes at once anyway.
+    const std::size_t step = size < (std::size_t{1} << 30) ? size : (std::size_t{1} << 30);
+    const ssize_t n = ::write(fd_, p, step);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno(errno, name_, "write");
+    }
+    if (n == 0) fail_errno(EIO, name_, "write returned 0");
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+void FdSink::write(const void* data, std::size_t size) {
+  bytes_ += size;
+  if (used_ + size <= kBufferSize) {
+    std::memcpy(buffer_ + used_, data, size);
+    used_ += size;
+    return;
+  }
+  flush();
+  if (size < kBufferSize / 2) {
+    std::memcpy(buffer_, data, size);
+    used_ = size;
+    return;
+  }
+  write_all(data, size);
+}
+
+void FdSink::flush() {
+  if (used_ == 0) return;
+  const std::size_t n = used_;
+  used_ = 0;
+  write_all(buffer_, n);
+}
+
+FdSource::FdSource(const std::filesystem::path& file) : name_(file.string()) {
+  fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) fail_errno(errno, name_, "open");
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+    size_ = static_cast<std::uint64_t>(st.st_size);
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+}
+
+FdSource::~FdSource() { ::close(fd_); }
+
+std::size_t FdSource::read(void* data, std::size_t size) {
+  auto* p = static_cast<unsigned char*>(data);
+  std::size_t done = 0;
+  while (done < size) {
+    const std::size_t step = size - done < (std::size_t{1} << 30) ? size - done : (std::size_t{1} << 30);
+    const ssize_t n = ::read(fd_, p + done, step);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno(errno, name_, "read");
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
+namespace {
+
+// Removes "<target>.tmp-<pid>" files left by processes that no longer exist.
+void remove_stale_temporaries(const std::filesystem::path& target) {
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code ec;
+  const std::filesystem::path dir = target.has_parent_path() ? target.parent_path() : ".";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
+}
+
+void fsync_directory(const std::filesystem::path& dir, const std::string& name) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) fail_errno(errno, name, "open (directory, for fsync)");
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) fail_errno(err, name, "fsync (directory)");
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(const std::filesystem::path& target) : target_(target) {
+  remove_stale_temporaries(target_);
+  temporary_ = target_;
+  temporary_ += ".tmp-" + std::to_string(::getpid());
+  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail_errno(errno, temporary_.string(), "open");
+  sink_ = new FdSink(fd_, temporary_.string());
+}
+
+AtomicFile::~AtomicFile() {
+  delete sink_;
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temporary_.c_str());
+}
+
+std::uint64_t AtomicFile::commit() {
+  sink_->flush();
+  const std::uint64_t size = sink_->bytes();
+  if (::fsync(fd_) != 0) fail_errno(errno, temporary_.string(), "fsync");
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail_errno(errno, temporary_.string(), "close");
+  if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail_errno(errno, target_.string(), "rename");
+  committed_ = true;
+  fsync_directory(target_.parent_path(), target_.string());
+  return size;
+}
+
+}  // namespace reheap::detail::snapshot

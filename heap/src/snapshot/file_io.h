@@ -1,0 +1,81 @@
+// Files for snapshots: a buffered sink over a descriptor, a source over a descriptor, and the
+// crash-safe replacement of a file (write a temporary, fsync, rename, fsync the directory).
+//
+// Errors name the file and the system's reason; ENOSPC and EDQUOT become kNoSpace, so that a
+// full disk is told apart from other I/O failures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "reheap/byte_stream.h"
+
+namespace reheap::detail::snapshot {
+
+// Throws SnapshotError (kIo, or kNoSpace for ENOSPC/EDQUOT) naming `name` and the failed call.
+[[noreturn]] void fail_errno(int err, const std::string& name, const char* call);
+
+// Writes to a descriptor it does not own. Small writes are gathered in a buffer; large ones go
+// straight from the caller's memory (the heap's pages) to the kernel.
+class FdSink final : public ByteSink {
+ public:
+  FdSink(int fd, std::string name);
+  ~FdSink() override;
+  void write(const void* data, std::size_t size) override;
+  void flush();
+  std::uint64_t bytes() const noexcept { return bytes_; }
+
+ private:
+  void write_all(const void* data, std::size_t size);
+  int fd_;
+  std::string name_;
+  unsigned char* buffer_;
+  std::size_t used_ = 0;
+  std::uint64_t bytes_ = 0;
+};
+
+// Reads from a descriptor it owns.
+class FdSource final : public ByteSource {
+ public:
+  // Opens `file` read-only; throws kIo naming it on failure.
+  explicit FdSource(const std::filesystem::path& file);
+  ~FdSource() override;
+  FdSource(const FdSource&) = delete;
+  FdSource& operator=(const FdSource&) = delete;
+  std::size_t read(void* data, std::size_t size) override;
+  std::uint64_t size() const noexcept { return size_; }
+  int fd() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+  std::string name_;
+  std::uint64_t size_ = 0;
+};
+
+// A new version of `target`, written to a temporary file beside it and put in place by commit().
+// Destroying an uncommitted AtomicFile removes the temporary; a process killed before commit()
+// leaves at most a temporary named "<target>.tmp-<pid>", which the next AtomicFile for the same
+// target removes once that process is gone.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::filesystem::path& target);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  ByteSink& sink() noexcept { return *sink_; }
+  // fsync, rename over the target, fsync of the directory. Returns the file's size.
+  std::uint64_t commit();
+
+ private:
+  std::filesystem::path target_;
+  std::filesystem::path temporary_;
+  int fd_ = -1;
+  FdSink* sink_ = nullptr;
+  bool committed_ = false;
+};
+
+}  // namespace reheap::detail::snapshot

@@ -1,0 +1,247 @@
+// The header codec: SnapshotHeader <-> msgpack map (see heap/SNAPSHOT_FORMAT.md, "Header").
+#include "format.h"
+
+#include <xxhash.h>
+
+#include <limits>
+#include <msgpack.hpp>
+#include <new>
+
+#include "../layout.h"
+
+namespace reheap::detail::snapshot {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the format is little-endian");
+
+void fail(SnapshotErrc code, const std::string& name, const std::string& what) {
+  throw SnapshotError(code, name + ": " + what);
+}
+
+std::uint64_t checksum(const void* data, std::size_t size) noexcept {
+  return XXH3_64bits(data, size);
+}
+
+Digest::Digest() : state_(XXH3_createState()) {
+  if (state_ == nullptr) throw std::bad_alloc();
+  XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+Digest::~Digest() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+void Digest::reset() noexcept { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+void Digest::update(const void* data, std::size_t size) noexcept {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data, size);
+}
+std::uint64_t Digest::value() const noexcept {
+  return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_));
+}
+
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+void key(Packer& pk, const char* k) { pk.pack(std::string_view(k)); }
+
+}  // namespace
+
+std::vector<unsigned char> encode_header(const SnapshotHeader& h) {
+  msgpack::sbuffer buffer;
+  Packer pk(buffer);
+  pk.pack_map(21);
+  key(pk, "kind"), pk.pack(static_cast<unsigned>(h.kind));
+  key(pk, "id"), pk.pack(h.id);
+  key(pk, "parent_id"), pk.pack(h.parent_id);
+  key(pk, "parent_file"), pk.pack(h.parent_file);
+  key(pk, "generation"), pk.pack(h.generation);
+  key(pk, "created_unix_ns"), pk.pack(h.created_unix_ns);
+  key(pk, "page_size"), pk.pack(h.page_size);
+  key(pk, "chunk_size"), pk.pack(h.chunk_size);
+  key(pk, "zone_base"), pk.pack(std::uint64_t{h.zone_base});
+  key(pk, "zone_size"), pk.pack(std::uint64_t{h.zone_size});
+  key(pk, "checked_build"), pk.pack(h.checked_build);
+  key(pk, "heap_id"), pk.pack(h.heap_id);
+  key(pk, "root"), pk.pack(std::uint64_t{h.root});
+  key(pk, "limit"), pk.pack(std::uint64_t{h.limit_bytes});
+  key(pk, "committed"), pk.pack(std::uint64_t{h.committed_bytes});
+  key(pk, "chunks");
+  pk.pack_array(static_cast<std::uint32_t>(h.chunks.size()));
+  for (const SnapshotChunk& c : h.chunks) {
+    pk.pack_array(3);
+    pk.pack(c.index), pk.pack(static_cast<unsigned>(c.use)), pk.pack(c.fresh);
+  }
+  key(pk, "pages");
+  pk.pack_map(5);
+  key(pk, "class");
+  pk.pack_array(kNumClasses);
+  for (std::uint64_t n : h.pages.by_class) pk.pack(n);
+  key(pk, "large"), pk.pack(h.pages.large);
+  key(pk, "huge"), pk.pack(h.pages.huge);
+  key(pk, "metadata"), pk.pack(h.pages.metadata);
+  key(pk, "zero"), pk.pack(h.pages.zero);
+  key(pk, "layout");
+  pk.pack_array(static_cast<std::uint32_t>(h.layout.size()));
+  for (const LoadedObject& o : h.layout) {
+    pk.pack_array(4);
+    pk.pack(o.path), pk.pack(std::uint64_t{o.base}), pk.pack(o.build_id), pk.pack(o.main_executable);
+  }
+  key(pk, "tracking"), pk.pack(h.tracking);
+  key(pk, "format"), pk.pack(std::string_view("reheap snapshot, see heap/SNAPSHOT_FORMAT.md"));
+  key(pk, "writer"), pk.pack(std::string_view("reheap 0.1"));
+  return std::vector<unsigned char>(buffer.data(), buffer.data() + buffer.size());
+}
+
+namespace {
+
+// Typed access to the decoded map; every mismatch is a corrupt header.
+class Fields {
+ public:
+  Fields(const msgpack::object& map, const std::string& name) : name_(name) {
+    if (map.type != msgpack::type::MAP) bad("the header is not a map");
+    map_ = &map.via.map;
+  }
+
+  const msgpack::object& get(const char* k) const {
+    for (std::uint32_t i = 0; i < map_->size; ++i) {
+      const msgpack::object& key_object = map_->ptr[i].key;
+      if (key_object.type == msgpack::type::STR && key_object.via.str.size == std::strlen(k) &&
+          std::memcmp(key_object.via.str.ptr, k, key_object.via.str.size) == 0) {
+        return map_->ptr[i].val;
+      }
+    }
+    bad(std::string("the header has no field \"") + k + "\"");
+  }
+
+  std::uint64_t u64(const msgpack::object& o, const char* what) const {
+    if (o.type != msgpack::type::POSITIVE_INTEGER) bad(std::string("field ") + what + " is not an unsigned integer");
+    return o.via.u64;
+  }
+  std::uint64_t u64(const char* k) const { return u64(get(k), k); }
+  std::uint32_t u32(const msgpack::object& o, const char* what) const {
+    const std::uint64_t v = u64(o, what);
+    if (v > std::numeric_limits<std::uint32_t>::max()) bad(std::string("field ") + what + " is out of range");
+    return static_cast<std::uint32_t>(v);
+  }
+  std::uint32_t u32(const char* k) const { return u32(get(k), k); }
+  bool boolean(const msgpack::object& o, const char* what) const {
+    if (o.type != msgpack::type::BOOLEAN) bad(std::string("field ") + what + " is not a boolean");
+    return o.via.boolean;
+  }
+  bool boolean(const char* k) const { return boolean(get(k), k); }
+  std::string str(const msgpack::object& o, const char* what) const {
+    if (o.type != msgpack::type::STR) bad(std::string("field ") + what + " is not a string");
+    return std::string(o.via.str.ptr, o.via.str.size);
+  }
+  std::string str(const char* k) const { return str(get(k), k); }
+  const msgpack::object_array& array(const msgpack::object& o, const char* what,
+                                     std::size_t exact = 0) const {
+    if (o.type != msgpack::type::ARRAY) bad(std::string("field ") + what + " is not an array");
+    if (exact != 0 && o.via.array.size != exact) bad(std::string("field ") + what + " has the wrong length");
+    return o.via.array;
+  }
+
+  [[noreturn]] void bad(const std::string& what) const {
+    fail(SnapshotErrc::kCorrupt, name_, "corrupt header: " + what);
+  }
+
+ private:
+  const msgpack::object_map* map_ = nullptr;
+  const std::string& name_;
+};
+
+}  // namespace
+
+SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::uint32_t version,
+                             const std::string& name) {
+  msgpack::object_handle handle;
+  try {
+    // Limits keep a hostile header from asking for huge allocations: no array or map in a valid
+    // header is longer than the zone's chunk count, and none is nested deeper than 4.
+    const msgpack::unpack_limit limits(1u << 21, 64, 1u << 20, 1u << 20, 1u << 20, 8);
+    handle = msgpack::unpack(reinterpret_cast<const char*>(data), size, nullptr, nullptr, limits);
+  } catch (const std::exception& e) {
+    fail(SnapshotErrc::kCorrupt, name, std::string("corrupt header: msgpack: ") + e.what());
+  }
+  const Fields f(handle.get(), name);
+  SnapshotHeader h;
+  h.format_version = version;
+  const std::uint64_t kind = f.u64("kind");
+  if (kind > 1) f.bad("unknown kind " + std::to_string(kind));
+  h.kind = static_cast<SnapshotKind>(kind);
+  h.id = f.u64("id");
+  h.parent_id = f.u64("parent_id");
+  h.parent_file = f.str("parent_file");
+  h.generation = f.u64("generation");
+  h.created_unix_ns = f.u64("created_unix_ns");
+  h.page_size = f.u32("page_size");
+  h.chunk_size = f.u64("chunk_size");
+  h.zone_base = f.u64("zone_base");
+  h.zone_size = f.u64("zone_size");
+  h.checked_build = f.boolean("checked_build");
+  h.heap_id = f.u32("heap_id");
+  h.root = f.u64("root");
+  h.limit_bytes = f.u64("limit");
+  h.committed_bytes = f.u64("committed");
+  h.tracking = f.str("tracking");
+  if (h.page_size == 0 || (h.page_size & (h.page_size - 1)) != 0 || h.page_size > (1u << 30)) {
+    f.bad("page size " + std::to_string(h.page_size) + " is not a power of two");
+  }
+  if (h.chunk_size < h.page_size || (h.chunk_size & (h.chunk_size - 1)) != 0 || h.chunk_size > (1ull << 40)) {
+    f.bad("chunk size " + std::to_string(h.chunk_size) + " is not a power of two");
+  }
+  if (h.zone_size == 0 || h.zone_base % h.chunk_size != 0 || h.zone_size % h.chunk_size != 0 ||
+      h.zone_base + h.zone_size < h.zone_base) {
+    f.bad("the zone is not a whole number of chunks");
+  }
+  if (h.id == 0) f.bad("snapshot id 0");
+  if ((h.kind == SnapshotKind::kFull) != (h.parent_id == 0)) {
+    f.bad(h.kind == SnapshotKind::kFull ? "a full snapshot names a parent" : "an increment names no parent");
+  }
+  if (h.kind == SnapshotKind::kIncremental && (h.parent_file.empty() || h.generation < 2)) {
+    f.bad("an increment without a parent file or with generation < 2");
+  }
+  const std::uint64_t zone_chunks = h.zone_size / h.chunk_size;
+  if (h.heap_id == 0 || h.heap_id > zone_chunks) f.bad("heap id out of the zone");
+
+  const auto& chunks = f.array(f.get("chunks"), "chunks");
+  if (chunks.size == 0 || chunks.size > zone_chunks) f.bad("chunk count out of range");
+  h.chunks.reserve(chunks.size);
+  bool first_found = false;
+  for (std::uint32_t i = 0; i < chunks.size; ++i) {
+    const auto& entry = f.array(chunks.ptr[i], "chunks[]", 3);
+    SnapshotChunk c;
+    c.index = f.u32(entry.ptr[0], "chunks[].index");
+    const std::uint64_t use = f.u64(entry.ptr[1], "chunks[].use");
+    if (use > 2) f.bad("unknown chunk use " + std::to_string(use));
+    c.use = static_cast<ChunkUse>(use);
+    c.fresh = f.boolean(entry.ptr[2], "chunks[].fresh");
+    if (c.index >= zone_chunks) f.bad("chunk index out of the zone");
+    if (!h.chunks.empty() && c.index <= h.chunks.back().index) f.bad("chunks not in ascending order");
+    if (c.index + 1 == h.heap_id) {
+      if (c.use != ChunkUse::kClass) f.bad("the heap's first chunk is not a class chunk");
+      first_found = true;
+    }
+    h.chunks.push_back(c);
+  }
+  if (!first_found) f.bad("the heap's first chunk is not listed");
+
+  const Fields pages(f.get("pages"), name);
+  const auto& by_class = f.array(pages.get("class"), "pages.class", kNumClasses);
+  for (unsigned i = 0; i < kNumClasses; ++i) h.pages.by_class[i] = f.u64(by_class.ptr[i], "pages.class[]");
+  h.pages.large = pages.u64("large");
+  h.pages.huge = pages.u64("huge");
+  h.pages.metadata = pages.u64("metadata");
+  h.pages.zero = pages.u64("zero");
+
+  const auto& layout = f.array(f.get("layout"), "layout");
+  h.layout.reserve(layout.size);
+  for (std::uint32_t i = 0; i < layout.size; ++i) {
+    const auto& entry = f.array(layout.ptr[i], "layout[]", 4);
+    LoadedObject o;
+    o.path = f.str(entry.ptr[0], "layout[].path");
+    o.base = f.u64(entry.ptr[1], "layout[].base");
+    o.build_id = f.str(entry.ptr[2], "layout[].build_id");
+    o.main_executable = f.boolean(entry.ptr[3], "layout[].main");
+    h.layout.push_back(std::move(o));
+  }
+  return h;
+}
+
+}  // namespace reheap::detail::snapshot

@@ -1,0 +1,399 @@
+// Snapshotter: saving a heap's pages, full or incremental, and tracking its writes in between.
+//
+// Tracking state, per chunk run of the heap: the prefix [base, tracked_end) that the write
+// tracker watches (a whole number of 2 MiB page-table spans, so tracking costs one page-table page
+// per 2 MiB and nothing for the rest of the 64 MiB chunk). Relative to the parent snapshot, a
+// save then writes:
+//   - every page the tracker reports written in a tracked prefix (a zero one as a zero run: it
+//     may hold data in the parent);
+//   - the used pages beyond the tracked prefix (they were zero in the parent: used ranges only
+//     grow, and the prefix covered all of them at the parent), and the prefix is extended;
+//   - every used page of a run not tracked at all ("fresh": new since the parent, or released
+//     and taken again), with the chunk marked fresh so that restore clears it first.
+// A save that fails keeps what it collected (pending), so the next save still writes it: the
+// tracker forgets a page once it has reported it.
+#include <sys/random.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "../heap_fast.h"
+#include "../zone_impl.h"
+#include "file_io.h"
+#include "reheap/heap_scope.h"
+#include "reheap/snapshot.h"
+#include "reheap/zone.h"
+#include "used_pages.h"
+#include "writer.h"
+
+namespace reheap {
+
+using namespace detail::snapshot;
+using detail::HeapState;
+using detail::os::PageRange;
+using detail::os::WriteTracker;
+
+namespace {
+
+constexpr std::size_t kTrackSpan = detail::kGroupSize;  // one page-table page maps 2 MiB
+
+std::uint64_t random_id() {
+  std::uint64_t id = 0;
+  while (id == 0) {
+    if (::getrandom(&id, sizeof id, 0) != sizeof id) {
+      id = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+    }
+  }
+  return id;
+}
+
+std::uint64_t now_unix_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
+}
+
+// Under AddressSanitizer, freed class blocks are poisoned; the snapshot reads them like any other
+// byte of the heap's pages (and hands them to sinks that may be instrumented).
+class UnpoisonedFreeBlocks {
+ public:
+  explicit UnpoisonedFreeBlocks(HeapState* h) noexcept : h_(h) { detail::unpoison_free_blocks(h_); }
+  ~UnpoisonedFreeBlocks() { detail::poison_free_blocks(h_); }
+  UnpoisonedFreeBlocks(const UnpoisonedFreeBlocks&) = delete;
+  UnpoisonedFreeBlocks& operator=(const UnpoisonedFreeBlocks&) = delete;
+
+ private:
+  HeapState* h_;
+};
+
+}  // namespace
+
+struct Snapshotter::State final : detail::ChunkObserver {
+  struct TrackedRun {
+    std::uint32_t chunks = 1;
+    std::uintptr_t tracked_end = 0;  // [base, tracked_end) is watched
+    std::vector<PageRange> ranges;   // as given to the tracker (untrack needs them exactly)
+  };
+
+  HeapState* heap = nullptr;
+  bool heap_alive = true;
+  WriteTracker tracker;
+  bool tracking_available = false;
+  std::string tracking_why;
+  std::map<std::uintptr_t, TrackedRun> tracked;  // by run base
+
+  // The snapshot the next increment applies on.
+  bool has_parent = false;
+  std::uint64_t parent_id = 0;
+  std::uint64_t generation = 0;
+  std::filesystem::path parent_path;  // absolute; empty when the parent went to a sink
+
+  // What saves that then failed took from the tracker: still to be written by the next one.
+  std::vector<Segment> pending;
+  std::vector<std::uintptr_t> pending_fresh;  // runs first tracked by a failed save
+  std::string broken;  // why tracking lost track (the next save must be full), or ""
+
+  ~State() {
+    if (heap_alive) heap->observer = nullptr;
+  }
+
+  void untrack_run(std::map<std::uintptr_t, TrackedRun>::iterator it) noexcept {
+    for (const PageRange& r : it->second.ranges) tracker.untrack(r);
+    tracked.erase(it);
+  }
+
+  void chunks_released(std::uintptr_t first, std::size_t) noexcept override {
+    auto it = tracked.find(first);
+    if (it != tracked.end()) untrack_run(it);
+  }
+
+  void heap_destroyed() noexcept override {
+    while (!tracked.empty()) untrack_run(tracked.begin());
+    heap_alive = false;
+  }
+
+  void require_alive() const {
+    if (!heap_alive) {
+      throw SnapshotError(SnapshotErrc::kMisuse,
+                          "Snapshotter: its heap was destroyed; create a Snapshotter for the new heap");
+    }
+  }
+
+  // The file or sink holding `info` is complete: it is the parent of the next increment.
+  void saved(const SnapshotInfo& info, std::filesystem::path path) {
+    pending.clear();
+    pending_fresh.clear();
+    broken.clear();
+    has_parent = true;
+    parent_id = info.id;
+    generation = info.generation;
+    parent_path = std::move(path);
+  }
+
+  std::string mechanism() const {
+    return tracking_available ? std::string(WriteTracker::mechanism()) : "none: " + tracking_why;
+  }
+
+  // Collects the written pages of every tracked run, extends tracking to the runs' used pages,
+  // and returns the segments a file must hold (`increment`: relative to the parent; otherwise
+  // all used pages). Fills `fresh` with the runs written as fresh.
+  std::vector<Segment> gather(const std::vector<ChunkRun>& runs, bool increment,
+                              std::vector<std::uintptr_t>& fresh);
+
+  SnapshotInfo write(ByteSink& sink, bool increment, const std::string& parent_name,
+                     const std::string& fallback);
+};
+
+std::vector<Segment> Snapshotter::State::gather(const std::vector<ChunkRun>& runs, bool increment,
+                                                std::vector<std::uintptr_t>& fresh) {
+  std::vector<Segment> segments = pending;  // what a failed save collected
+  // Runs the heap no longer has (the observer normally saw them go).
+  for (auto it = tracked.begin(); it != tracked.end();) {
+    const bool present = std::any_of(runs.begin(), runs.end(), [&](const ChunkRun& r) {
+      return r.base == it->first && r.chunks == it->second.chunks;
+    });
+    if (present) {
+      ++it;
+    } else {
+      const std::uintptr_t base = it->first;
+      untrack_run(it);
+      it = tracked.upper_bound(base);
+    }
+  }
+  std::vector<PageRange> used;
+  std::vector<PageRange> written;
+  for (const ChunkRun& run : runs) {
+    used.clear();
+    used_ranges(heap, run, used);
+    auto it = tracked.find(run.base);
+    const bool untracked = it == tracked.end();
+    const bool is_fresh = untracked || std::find(pending_fresh.begin(), pending_fresh.end(),
+                                                 run.base) != pending_fresh.end();
+    const std::uintptr_t old_end = untracked ? run.base : it->second.tracked_end;
+    if (!untracked && tracking_available) {
+      for (const PageRange& r : it->second.ranges) {
+        written.clear();
+        std::string error;
+        const bool ok = tracker.collect(r, written, &error);
+        for (const PageRange& w : written) {
+          segments.push_back({w, true, run.use, run.base});
+          pending.push_back(segments.back());
+        }
+        if (!ok && broken.empty()) broken = "write tracking failed: " + error;
+      }
+    }
+    if (is_fresh) fresh.push_back(run.base);
+    if (untracked) pending_fresh.push_back(run.base);
+    // Used pages beyond the tracked prefix were zero at the parent. A full snapshot takes every
+    // used page; either way the new part is pending until a save succeeds.
+    std::uintptr_t used_end = run.base;
+    for (const PageRange& u : used) {
+      used_end = std::max(used_end, u.end);
+      const PageRange part{std::max(u.begin, old_end), u.end};
+      if (part.end > part.begin) pending.push_back({part, false, run.use, run.base});
+      if (!increment) {
+        segments.push_back({u, false, run.use, run.base});
+      } else if (part.end > part.begin) {
+        segments.push_back({part, false, run.use, run.base});
+      }
+    }
+    if (!tracking_available) continue;
+    const std::uintptr_t run_end = run.base + std::uintptr_t{run.chunks} * detail::kChunkSize;
+    const std::uintptr_t new_end = std::min(run_end, detail::align_up(used_end, kTrackSpan));
+    if (new_end <= old_end) continue;
+    TrackedRun& t = tracked[run.base];
+    t.chunks = run.chunks;
+    std::string error;
+    const PageRange more{old_end, new_end};
+    if (tracker.track(more, &error)) {
+      t.ranges.push_back(more);
+      t.tracked_end = new_end;
+    } else {
+      if (t.ranges.empty()) tracked.erase(run.base);
+      if (broken.empty()) broken = "write tracking failed: " + error;
+    }
+  }
+  return segments;
+}
+
+SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std::string& parent_name,
+                                       const std::string& fallback) {
+  require_alive();
+  const std::vector<ChunkRun> runs = chunk_runs(heap);
+  std::vector<std::uintptr_t> fresh;
+  std::vector<Segment> segments = gather(runs, increment, fresh);
+
+  SnapshotHeader header;
+  header.format_version = kFormatVersion;
+  header.kind = increment ? SnapshotKind::kIncremental : SnapshotKind::kFull;
+  header.id = random_id();
+  header.parent_id = increment ? parent_id : 0;
+  header.parent_file = increment ? parent_name : std::string();
+  header.generation = generation + 1;
+  header.created_unix_ns = now_unix_ns();
+  header.page_size = kPageSize;
+  header.chunk_size = detail::kChunkSize;
+  const ZoneStats zone = Zone::stats();
+  header.zone_base = zone.base;
+  header.zone_size = zone.size;
+  header.checked_build = detail::kChecks;
+  header.heap_id = heap->id;
+  header.root = reinterpret_cast<std::uintptr_t>(heap->root);
+  header.limit_bytes = heap->limit;
+  header.committed_bytes = heap->committed;
+  for (const ChunkRun& run : runs) {
+    const bool is_fresh =
+        increment && std::find(fresh.begin(), fresh.end(), run.base) != fresh.end();
+    for (std::uint32_t i = 0; i < run.chunks; ++i) {
+      header.chunks.push_back({run.first_index + i, run.use, is_fresh});
+    }
+  }
+  header.layout = current_program_layout();
+  header.tracking = mechanism();
+
+  SnapshotInfo info;
+  {
+    UnpoisonedFreeBlocks unpoisoned(heap);
+    Plan plan = plan_runs(std::move(segments));
+    header.pages = plan.counts;
+    SnapshotWriter writer(sink, header);
+    for (const PlannedRun& r : plan.runs) {
+      if (r.zero) {
+        writer.zero_run(r.address, r.pages);
+      } else {
+        writer.data_run(r.address, r.pages, reinterpret_cast<const void*>(r.address));
+      }
+    }
+    info.bytes_written = writer.finish();
+    info.pages_written = plan.data_pages;
+    info.zero_pages = increment ? plan.counts.zero : plan.holes;
+  }
+  info.kind = header.kind;
+  info.id = header.id;
+  info.parent_id = header.parent_id;
+  info.generation = header.generation;
+  info.tracking = header.tracking;
+  info.fallback_reason = fallback;
+  return info;
+}
+
+Snapshotter::Snapshotter(Heap& heap) {
+  HeapScope system(nullptr);
+  state_ = std::make_unique<State>();
+  state_->heap = detail::state(&heap);
+  if (state_->heap->observer != nullptr) {
+    throw SnapshotError(SnapshotErrc::kMisuse, "Snapshotter: this heap already has a Snapshotter");
+  }
+  state_->tracking_available = WriteTracker::available(&state_->tracking_why);
+  state_->heap->observer = state_.get();
+}
+
+Snapshotter::~Snapshotter() {
+  HeapScope system(nullptr);
+  state_.reset();
+}
+
+Heap& Snapshotter::heap() const {
+  state_->require_alive();
+  return *state_->heap;
+}
+
+std::string Snapshotter::tracking() const {
+  HeapScope system(nullptr);
+  return state_->mechanism();
+}
+
+namespace {
+
+// Why an incremental request cannot be met, or "".
+std::string increment_obstacle(const Snapshotter& s, bool tracking_available, bool has_parent,
+                               const std::string& broken) {
+  if (!tracking_available) return "no write tracking (" + s.tracking() + ")";
+  if (!has_parent) return "no parent snapshot yet (the first snapshot of a Snapshotter is full)";
+  if (!broken.empty()) return broken;
+  return std::string();
+}
+
+}  // namespace
+
+SnapshotInfo Snapshotter::write(ByteSink& sink) {
+  HeapScope system(nullptr);
+  SnapshotInfo info = state_->write(sink, false, std::string(), std::string());
+  state_->saved(info, std::filesystem::path());
+  return info;
+}
+
+SnapshotInfo Snapshotter::write_increment(ByteSink& sink, const std::string& parent_file) {
+  HeapScope system(nullptr);
+  const std::string obstacle =
+      increment_obstacle(*this, state_->tracking_available, state_->has_parent, state_->broken);
+  SnapshotInfo info = state_->write(sink, obstacle.empty(), parent_file, obstacle);
+  state_->saved(info, std::filesystem::path());
+  return info;
+}
+
+SnapshotInfo Snapshotter::save(const std::filesystem::path& file) {
+  HeapScope system(nullptr);
+  state_->require_alive();
+  const std::filesystem::path target = std::filesystem::absolute(file);
+  AtomicFile out(target);
+  SnapshotInfo info = state_->write(out.sink(), false, std::string(), std::string());
+  info.bytes_written = out.commit();
+  state_->saved(info, target);
+  return info;
+}
+
+SnapshotInfo Snapshotter::save_increment(const std::filesystem::path& file) {
+  HeapScope system(nullptr);
+  state_->require_alive();
+  const std::filesystem::path target = std::filesystem::absolute(file);
+  std::string obstacle =
+      increment_obstacle(*this, state_->tracking_available, state_->has_parent, state_->broken);
+  if (obstacle.empty() && state_->parent_path.empty()) {
+    obstacle = "the parent snapshot was written to a sink, not a file";
+  }
+  if (obstacle.empty() && state_->parent_path.lexically_normal() == target.lexically_normal()) {
+    throw SnapshotError(SnapshotErrc::kMisuse,
+                        file.string() + ": an increment cannot replace its own parent snapshot");
+  }
+  const std::string parent_name =
+      obstacle.empty() ? state_->parent_path.lexically_relative(target.parent_path()).string() : std::string();
+  AtomicFile out(target);
+  SnapshotInfo info = state_->write(out.sink(), obstacle.empty(), parent_name, obstacle);
+  info.bytes_written = out.commit();
+  state_->saved(info, target);
+  return info;
+}
+
+void Snapshotter::attach(const std::filesystem::path& file) {
+  HeapScope system(nullptr);
+  State& s = *state_;
+  s.require_alive();
+  const SnapshotHeader header = read_snapshot_header(file);
+  const std::vector<ChunkRun> runs = chunk_runs(s.heap);
+  std::vector<std::uint32_t> indexes;
+  for (const ChunkRun& run : runs) {
+    for (std::uint32_t i = 0; i < run.chunks; ++i) indexes.push_back(run.first_index + i);
+  }
+  std::vector<std::uint32_t> saved;
+  for (const SnapshotChunk& c : header.chunks) saved.push_back(c.index);
+  if (header.heap_id != s.heap->id || saved != indexes ||
+      header.root != reinterpret_cast<std::uintptr_t>(s.heap->root)) {
+    throw SnapshotError(SnapshotErrc::kMisuse,
+                        file.string() + ": attach: the heap is not in the state this snapshot holds "
+                                        "(different heap id, chunks or root)");
+  }
+  // Start tracking afresh: from now on, writes are changes relative to `file`.
+  while (!s.tracked.empty()) s.untrack_run(s.tracked.begin());
+  s.pending.clear();
+  s.broken.clear();
+  std::vector<std::uintptr_t> fresh;
+  s.gather(runs, true, fresh);
+  SnapshotInfo info;
+  info.id = header.id;
+  info.generation = header.generation;
+  s.saved(info, std::filesystem::absolute(file));
+}
+
+}  // namespace reheap

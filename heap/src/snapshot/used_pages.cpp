@@ -1,0 +1,98 @@
+#include "used_pages.h"
+
+#include <algorithm>
+
+#include "../zone_impl.h"
+
+namespace reheap::detail::snapshot {
+
+namespace {
+
+std::uint32_t index_of(std::uintptr_t chunk) noexcept {
+  return static_cast<std::uint32_t>((chunk - g_zone.base.load(std::memory_order_relaxed)) >> kChunkShift);
+}
+
+// Bytes of the checked build's shadow lane in use: one bit per 8 bytes of each class lane.
+constexpr std::size_t kShadowBytes = align_up(kNumClasses * (kLaneSize / 8) / 8, kPageSize);
+
+void class_chunk_ranges(const HeapState* h, std::uintptr_t base, std::uint32_t ordinal,
+                        std::vector<os::PageRange>& out) {
+  const std::size_t first = out.size();
+  auto add = [&](std::uintptr_t begin, std::uintptr_t end) {
+    if (end > begin) out.push_back({begin, align_up(end, kPageSize)});
+  };
+  add(base + kHeaderLane * kLaneSize, base + kHeaderLane * kLaneSize + kPageSize);
+  std::uint32_t groups_used = 1;
+  for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+    const ClassCursor& k = h->cursor[cls];
+    if (k.chunk == nullptr || ordinal > k.chunk->ordinal) continue;
+    const std::uint32_t full_groups = ordinal < k.chunk->ordinal ? kGroupsPerChunk : k.group;
+    for (std::uint32_t g = 0; g < full_groups; ++g) {
+      const std::uintptr_t lane = base + g * kGroupSize + cls * kLaneSize;
+      add(lane, lane + kLaneSize);
+    }
+    if (ordinal == k.chunk->ordinal) {
+      const std::uintptr_t lane = base + k.group * kGroupSize + cls * kLaneSize;
+      add(lane, reinterpret_cast<std::uintptr_t>(k.limit));
+    }
+    groups_used = std::max(groups_used, ordinal == k.chunk->ordinal ? k.group + 1 : kGroupsPerChunk);
+  }
+  if constexpr (kChecks) {
+    for (std::uint32_t g = 0; g < groups_used; ++g) {
+      const std::uintptr_t shadow = base + g * kGroupSize + kShadowLane * kLaneSize;
+      add(shadow, shadow + kShadowBytes);
+    }
+  }
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+            [](const os::PageRange& a, const os::PageRange& b) { return a.begin < b.begin; });
+  // Merge touching ranges.
+  std::size_t w = first;
+  for (std::size_t r = first; r < out.size(); ++r) {
+    if (w > first && out[w - 1].end >= out[r].begin) {
+      out[w - 1].end = std::max(out[w - 1].end, out[r].end);
+    } else {
+      out[w++] = out[r];
+    }
+  }
+  out.resize(w);
+}
+
+}  // namespace
+
+std::vector<ChunkRun> chunk_runs(const HeapState* h) {
+  std::vector<ChunkRun> runs;
+  runs.reserve(h->class_chunks + h->large_chunks);
+  for (const ChunkHeader* c = h->class_head; c != nullptr; c = c->next) {
+    const std::uintptr_t base = chunk_of(c, true);
+    runs.push_back({base, index_of(base), 1, ChunkUse::kClass});
+  }
+  for (const ChunkHeader* c = h->large_head; c != nullptr; c = c->next) {
+    const auto base = reinterpret_cast<std::uintptr_t>(c);
+    runs.push_back({base, index_of(base), c->run_chunks,
+                    c->kind == ChunkKind::kHuge ? ChunkUse::kHuge : ChunkUse::kLarge});
+  }
+  std::sort(runs.begin(), runs.end(), [](const ChunkRun& a, const ChunkRun& b) { return a.base < b.base; });
+  return runs;
+}
+
+void used_ranges(const HeapState* h, const ChunkRun& run, std::vector<os::PageRange>& out) {
+  switch (run.use) {
+    case ChunkUse::kClass:
+      class_chunk_ranges(h, run.base, class_header(run.base)->ordinal, out);
+      return;
+    case ChunkUse::kLarge: {
+      const ChunkHeader* c = large_header(run.base);
+      const std::uint32_t pages = std::max<std::uint32_t>(c->frontier, kFirstRunPage);
+      out.push_back({run.base, run.base + std::uintptr_t{pages} * kPageSize});
+      return;
+    }
+    case ChunkUse::kHuge: {
+      const ChunkHeader* c = large_header(run.base);
+      const auto end = reinterpret_cast<std::uintptr_t>(c->huge_block) + c->huge_size;
+      out.push_back({run.base, align_up(end, kPageSize)});
+      return;
+    }
+  }
+}
+
+}  // namespace reheap::detail::snapshot
