@@ -112,7 +112,6 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
 
   // Plan: contiguous non-zero pages within a chunk form a run.
   std::vector<PlannedRun> runs;
-  PageCounts counts;
   std::unique_ptr<unsigned char[]> page(new unsigned char[kPageSize]);
   for (auto it = pages.begin(); it != pages.end();) {
     pread_exact(fds[it->second.file], page.get(), kPageSize, it->second.offset, chain[it->second.file].string());

@@ -147,7 +147,9 @@ struct Snapshotter::State final : detail::ChunkObserver {
 
 std::vector<Segment> Snapshotter::State::gather(const std::vector<ChunkRun>& runs, bool increment,
                                                 std::vector<std::uintptr_t>& fresh) {
-  std::vector<Segment> segments = pending;  // what a failed save collected
+  // What a failed save collected belongs in the next increment; a full snapshot takes every used
+  // page anyway, and must not write zero runs.
+  std::vector<Segment> segments = increment ? pending : std::vector<Segment>();
   // Runs the heap no longer has (the observer normally saw them go).
   for (auto it = tracked.begin(); it != tracked.end();) {
     const bool present = std::any_of(runs.begin(), runs.end(), [&](const ChunkRun& r) {
@@ -177,8 +179,8 @@ std::vector<Segment> Snapshotter::State::gather(const std::vector<ChunkRun>& run
         std::string error;
         const bool ok = tracker.collect(r, written, &error);
         for (const PageRange& w : written) {
-          segments.push_back({w, true, run.use, run.base});
-          pending.push_back(segments.back());
+          pending.push_back({w, true, run.use, run.base});
+          if (increment) segments.push_back(pending.back());
         }
         if (!ok && broken.empty()) broken = "write tracking failed: " + error;
       }

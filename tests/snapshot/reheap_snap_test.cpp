@@ -1,0 +1,439 @@
+// reheap-snap: the command-line tool, run as a separate process on snapshots these tests write.
+// Each test states one promise of the tool: info reports the header's counts, verify accepts a
+// good file and rejects (exit 1) a flipped bit or a truncation, diff finds exactly the pages that
+// were changed, compact of a chain restores to the latest state, and --json is valid JSON.
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reheap/heap.h"
+#include "json_reader.h"  // the strict parser checking --json output
+#include "reheap/snapshot.h"
+
+extern char** environ;
+
+namespace reheap {
+namespace {
+
+namespace fs = std::filesystem;
+
+using snap::Json;
+using snap::JsonParser;
+
+struct ToolResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs reheap-snap with `args`, capturing stdout and stderr (read together with poll(), so that
+// neither pipe can fill up and stall the child).
+ToolResult run_tool(const std::vector<std::string>& args) {
+#ifdef REHEAP_SNAP_PATH
+  const std::string tool = REHEAP_SNAP_PATH;
+#else
+  const std::string tool = "reheap-snap";
+#endif
+  std::vector<std::string> storage = {tool};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  int out_pipe[2];
+  int err_pipe[2];
+  EXPECT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
+  EXPECT_EQ(::pipe2(err_pipe, O_CLOEXEC), 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ToolResult result;
+  if (spawned != 0) {
+    ADD_FAILURE() << "cannot run " << tool << ": " << std::strerror(spawned);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return result;
+  }
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_pipes = 2;
+  while (open_pipes > 0) {
+    if (::poll(fds, 2, -1) < 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<std::size_t>(n));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+      }
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+Json parse_or_fail(const std::string& text) {
+  std::optional<Json> json = JsonParser(text).document();
+  EXPECT_TRUE(json.has_value()) << "not valid JSON:\n" << text;
+  return json.value_or(Json{});
+}
+
+std::string address_hex(std::uintptr_t address) {
+  char text[24];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(address));
+  return text;
+}
+
+// Fills `bytes` at `p` with a non-zero pattern depending on `seed`.
+void fill(void* p, std::size_t bytes, unsigned seed) {
+  auto* b = static_cast<unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i) b[i] = static_cast<unsigned char>((i * 31 + seed) | 1);
+}
+
+class ReheapSnap : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "reheap-snap-test-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    snapshotter_.reset();  // before its heap
+    heap_.reset();
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+
+  Heap& make_heap() {
+    heap_ = Heap::create();
+    snapshotter_ = std::make_unique<Snapshotter>(*heap_);
+    return *heap_;
+  }
+  // Destroys the heap (and its snapshotter) so that a snapshot of it can be restored here.
+  void drop_heap() {
+    snapshotter_.reset();
+    heap_.reset();
+  }
+  // A full snapshot by a new Snapshotter: a first save, which write tracking has not touched.
+  // The diff tests use it so that they test diff whatever becomes of
+  // VerifyAcceptsASecondFullSaveAfterWrites.
+  void save_untracked(const char* name) {
+    snapshotter_.reset();
+    snapshotter_ = std::make_unique<Snapshotter>(*heap_);
+    snapshotter_->save(path(name));
+  }
+  std::string path(const char* name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+  HeapPtr heap_;
+  std::unique_ptr<Snapshotter> snapshotter_;
+};
+
+TEST_F(ReheapSnap, UsageErrorsExitTwoAndHelpDocumentsExitCodes) {
+  EXPECT_EQ(run_tool({}).exit_code, 2);
+  EXPECT_EQ(run_tool({"frobnicate", "x"}).exit_code, 2);
+  EXPECT_EQ(run_tool({"info"}).exit_code, 2);
+  EXPECT_EQ(run_tool({"info", "a", "b"}).exit_code, 2);
+  EXPECT_EQ(run_tool({"diff", "a"}).exit_code, 2);
+  EXPECT_EQ(run_tool({"info", "--frob", "a"}).exit_code, 2);
+  EXPECT_EQ(run_tool({"info", "--chain", "a"}).exit_code, 2);
+  const ToolResult help = run_tool({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("Exit codes"), std::string::npos);
+  EXPECT_EQ(run_tool({"info", path("missing.snap")}).exit_code, 3);
+}
+
+TEST_F(ReheapSnap, InfoReportsChunksAndPagesOfTheHeader) {
+  Heap& heap = make_heap();
+  for (int i = 0; i < 300; ++i) fill(heap.allocate(32), 32, 1);   // class 2: 32 B
+  for (int i = 0; i < 5; ++i) fill(heap.allocate(4096), 4096, 2);  // class 16: 4 KiB
+  fill(heap.allocate(100 * 1024), 100 * 1024, 3);                  // a large page run
+  fill(heap.allocate(3 << 20), 3 << 20, 4);                        // a huge block
+  const HeapStats stats = heap.stats();
+  snapshotter_->save(path("a.snap"));
+  const SnapshotHeader header = read_snapshot_header(path("a.snap"));
+
+  const ToolResult result = run_tool({"info", path("a.snap"), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const Json json = parse_or_fail(result.out);
+  EXPECT_EQ(json["kind"].text, "full");
+  EXPECT_EQ(json["heap_id"].number, heap.id());
+  EXPECT_EQ(json["chunk_counts"]["total"].number, header.chunks.size());
+  EXPECT_EQ(json["chunk_counts"]["total"].number, stats.class_chunks + stats.large_chunks);
+  EXPECT_EQ(json["chunk_counts"]["class"].number, stats.class_chunks);
+  EXPECT_GE(json["chunk_counts"]["huge"].number, 1u);
+  EXPECT_EQ(json["chunks"].items.size(), header.chunks.size());
+  const Json& by_class = json["pages"]["by_class"];
+  ASSERT_EQ(by_class.items.size(), kNumClasses);
+  for (unsigned c = 0; c < kNumClasses; ++c) {
+    EXPECT_EQ(by_class[c]["block_size"].number, kClassSize[c]);
+    EXPECT_EQ(by_class[c]["pages"].number, header.pages.by_class[c]) << "class " << c;
+  }
+  // 300 blocks of 32 B fill three pages; five 4 KiB blocks five pages.
+  EXPECT_EQ(by_class[2]["pages"].number, 3u);
+  EXPECT_EQ(by_class[16]["pages"].number, 5u);
+  EXPECT_EQ(json["pages"]["large"].number, header.pages.large);
+  EXPECT_GE(json["pages"]["large"].number, 25u);
+  EXPECT_GE(json["pages"]["huge"].number, 768u);
+  EXPECT_EQ(json["pages"]["metadata"].number, header.pages.metadata);
+  EXPECT_EQ(json["committed"].number, header.committed_bytes);
+  EXPECT_TRUE(json["chain"]["ok"].flag);
+  EXPECT_EQ(json["chain"]["files"].items.size(), 1u);
+  EXPECT_FALSE(json["layout"].items.empty());
+
+  const ToolResult text = run_tool({"info", path("a.snap")});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("chunks      " + std::to_string(header.chunks.size()) + ":"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("chain       1 file"), std::string::npos) << text.out;
+}
+
+TEST_F(ReheapSnap, VerifyAcceptsAGoodFileAndRejectsAFlippedBitOrATruncation) {
+  Heap& heap = make_heap();
+  fill(heap.allocate(512 * 1024), 512 * 1024, 5);
+  snapshotter_->save(path("good.snap"));
+  const ToolResult good = run_tool({"verify", path("good.snap")});
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  EXPECT_NE(good.out.find(": ok"), std::string::npos) << good.out;
+
+  const auto size = fs::file_size(path("good.snap"));
+  fs::copy_file(path("good.snap"), path("flipped.snap"));
+  {
+    std::fstream file(path("flipped.snap"), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(size / 2));
+    const char c = static_cast<char>(file.get());
+    file.seekp(static_cast<std::streamoff>(size / 2));
+    file.put(static_cast<char>(c ^ 0x10));
+  }
+  const ToolResult flipped = run_tool({"verify", path("flipped.snap")});
+  EXPECT_EQ(flipped.exit_code, 1) << flipped.out << flipped.err;
+  EXPECT_NE(flipped.out.find(to_string(SnapshotErrc::kCorrupt)), std::string::npos)
+      << flipped.out;
+
+  fs::copy_file(path("good.snap"), path("short.snap"));
+  fs::resize_file(path("short.snap"), size - 40);
+  const ToolResult truncated = run_tool({"verify", path("short.snap")});
+  EXPECT_EQ(truncated.exit_code, 1) << truncated.out << truncated.err;
+  EXPECT_NE(truncated.out.find(to_string(SnapshotErrc::kTruncated)), std::string::npos)
+      << truncated.out;
+
+  // One bad file among good ones fails the run; an unreadable one is an error (3).
+  EXPECT_EQ(run_tool({"verify", path("good.snap"), path("short.snap")}).exit_code, 1);
+  EXPECT_EQ(run_tool({"verify", path("good.snap"), path("missing.snap")}).exit_code, 3);
+
+  const ToolResult json = run_tool({"verify", "--json", path("good.snap"), path("flipped.snap")});
+  EXPECT_EQ(json.exit_code, 1);
+  const Json parsed = parse_or_fail(json.out);
+  EXPECT_FALSE(parsed["ok"].flag);
+  ASSERT_EQ(parsed["files"].items.size(), 2u);
+  EXPECT_TRUE(parsed["files"][0]["ok"].flag);
+  EXPECT_FALSE(parsed["files"][1]["ok"].flag);
+  EXPECT_EQ(parsed["files"][1]["error"].text, to_string(SnapshotErrc::kCorrupt));
+}
+
+// Every full snapshot a Snapshotter writes must verify, the second as well as the first: by
+// then write tracking is on, and a written page that is zero again must be left out as a hole
+// (a zero run is an increment's record and makes a full snapshot unreadable).
+TEST_F(ReheapSnap, VerifyAcceptsASecondFullSaveAfterWrites) {
+  Heap& heap = make_heap();
+  auto* block = static_cast<unsigned char*>(heap.allocate(64 * kPageSize));
+  ASSERT_NE(block, nullptr);
+  fill(block, 64 * kPageSize, 18);
+  snapshotter_->save(path("first.snap"));
+  block[0] ^= 1;
+  snapshotter_->save(path("second.snap"));
+  const ToolResult result = run_tool({"verify", path("first.snap"), path("second.snap")});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+}
+
+TEST_F(ReheapSnap, DiffFindsExactlyTheChangedPagesAndBytes) {
+  Heap& heap = make_heap();
+  constexpr std::size_t kPages = 64;
+  auto* block = static_cast<unsigned char*>(heap.allocate(kPages * kPageSize));
+  ASSERT_NE(block, nullptr);
+  fill(block, kPages * kPageSize, 6);
+  save_untracked("a.snap");
+  // Page 3: one byte; page 10: five bytes; pages 20, 21, 22: one byte each.
+  block[3 * kPageSize + 100] ^= 0xFF;
+  for (std::size_t i = 0; i < 5; ++i) block[10 * kPageSize + 7 * i] ^= 0x01;
+  for (std::size_t p = 20; p < 23; ++p) block[p * kPageSize + kPageSize - 1] ^= 0x80;
+  save_untracked("b.snap");
+
+  const ToolResult same = run_tool({"diff", path("a.snap"), path("a.snap")});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("identical"), std::string::npos);
+
+  const ToolResult result = run_tool({"diff", "--json", path("a.snap"), path("b.snap")});
+  ASSERT_EQ(result.exit_code, 1) << result.out << result.err;
+  const Json json = parse_or_fail(result.out);
+  EXPECT_FALSE(json["identical"].flag);
+  EXPECT_EQ(json["pages"]["changed"].number, 5u);
+  EXPECT_EQ(json["pages"]["changed_bytes"].number, 9u);
+  EXPECT_EQ(json["pages"]["only_a"].number, 0u);
+  EXPECT_EQ(json["pages"]["only_b"].number, 0u);
+  const auto page = [&](std::size_t p) {
+    return address_hex(reinterpret_cast<std::uintptr_t>(block) + p * kPageSize);
+  };
+  const Json& ranges = json["ranges"];
+  ASSERT_EQ(ranges.items.size(), 3u) << result.out;
+  EXPECT_EQ(ranges[0]["begin"].text, page(3));
+  EXPECT_EQ(ranges[0]["end"].text, page(4));
+  EXPECT_EQ(ranges[0]["bytes"].number, 1u);
+  EXPECT_EQ(ranges[1]["begin"].text, page(10));
+  EXPECT_EQ(ranges[1]["bytes"].number, 5u);
+  EXPECT_EQ(ranges[2]["begin"].text, page(20));
+  EXPECT_EQ(ranges[2]["end"].text, page(23));
+  EXPECT_EQ(ranges[2]["pages"].number, 3u);
+  for (const Json& range : ranges.items) EXPECT_EQ(range["kind"].text, "changed");
+}
+
+TEST_F(ReheapSnap, DiffReportsPagesPresentInOnlyOneState) {
+  Heap& heap = make_heap();
+  fill(heap.allocate(64 * 1024), 64 * 1024, 7);
+  save_untracked("a.snap");
+  constexpr std::size_t kHuge = 2 << 20;
+  auto* huge = static_cast<unsigned char*>(heap.allocate(kHuge));
+  ASSERT_NE(huge, nullptr);
+  fill(huge, kHuge, 8);
+  save_untracked("b.snap");
+
+  // Every page of the new block is only in B (and, diffed the other way round, only in A).
+  const auto covered = [&](const Json& json, const char* kind) {
+    const std::string first = address_hex(reinterpret_cast<std::uintptr_t>(huge));
+    const std::string last = address_hex(reinterpret_cast<std::uintptr_t>(huge) + kHuge);
+    for (const Json& r : json["ranges"].items) {
+      // Fixed-width hex strings compare like the addresses.
+      if (r["kind"].text == kind && r["begin"].text <= first && last <= r["end"].text) return true;
+    }
+    return false;
+  };
+  const ToolResult forward = run_tool({"diff", "--json", path("a.snap"), path("b.snap")});
+  ASSERT_EQ(forward.exit_code, 1) << forward.err;
+  const Json f = parse_or_fail(forward.out);
+  EXPECT_GE(f["pages"]["only_b"].number, kHuge / kPageSize);
+  EXPECT_TRUE(covered(f, "only-b")) << forward.out;
+  const ToolResult backward = run_tool({"diff", "--json", path("b.snap"), path("a.snap")});
+  ASSERT_EQ(backward.exit_code, 1) << backward.err;
+  const Json b = parse_or_fail(backward.out);
+  EXPECT_EQ(b["pages"]["only_a"].number, f["pages"]["only_b"].number);
+  EXPECT_EQ(b["pages"]["changed"].number, f["pages"]["changed"].number);
+  EXPECT_TRUE(covered(b, "only-a")) << backward.out;
+}
+
+TEST_F(ReheapSnap, CompactOfAChainRestoresTheLatestState) {
+  Heap& heap = make_heap();
+  constexpr std::size_t kBytes = 256 * 1024;
+  auto* block = static_cast<unsigned char*>(heap.allocate(kBytes));
+  auto* small = static_cast<unsigned char*>(heap.allocate(48));
+  ASSERT_TRUE(block != nullptr && small != nullptr);
+  fill(block, kBytes, 9);
+  fill(small, 48, 10);
+  heap.set_root(small);
+  snapshotter_->save(path("gen1.snap"));
+  fill(block + 3 * kPageSize, kPageSize, 11);
+  snapshotter_->save_increment(path("gen2.snap"));
+  fill(block + 40 * kPageSize, 2 * kPageSize, 12);
+  fill(small, 48, 13);
+  auto* late = static_cast<unsigned char*>(heap.allocate(3000));
+  ASSERT_NE(late, nullptr);
+  fill(late, 3000, 14);
+  const SnapshotInfo latest = snapshotter_->save_increment(path("gen3.snap"));
+  const std::vector<unsigned char> expected_block(block, block + kBytes);
+  const std::vector<unsigned char> expected_small(small, small + 48);
+  const std::vector<unsigned char> expected_late(late, late + 3000);
+
+  const ToolResult info = run_tool({"info", "--json", path("gen3.snap")});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const Json chain = parse_or_fail(info.out)["chain"];
+  EXPECT_TRUE(chain["ok"].flag);
+  // Without write tracking the increments fall back to full snapshots: a chain of one.
+  EXPECT_EQ(chain["files"].items.size(), latest.kind == SnapshotKind::kFull ? 1u : 3u);
+
+  const ToolResult compacted = run_tool({"compact", path("gen3.snap"), path("out.snap")});
+  ASSERT_EQ(compacted.exit_code, 0) << compacted.out << compacted.err;
+  const ToolResult verified = run_tool({"verify", path("out.snap")});
+  EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+  EXPECT_EQ(read_snapshot_header(path("out.snap")).kind, SnapshotKind::kFull);
+  EXPECT_EQ(run_tool({"verify", "--chain", path("gen3.snap")}).exit_code, 0);
+  // The compacted file describes the same state as the chain (diff compacts gen3 itself).
+  const ToolResult same = run_tool({"diff", path("gen3.snap"), path("out.snap")});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_EQ(run_tool({"diff", path("gen1.snap"), path("out.snap")}).exit_code, 1);
+
+  drop_heap();
+  HeapPtr restored = restore(fs::path(path("out.snap")));
+  ASSERT_NE(restored, nullptr);
+  EXPECT_EQ(restored->root(), small);
+  EXPECT_EQ(std::memcmp(block, expected_block.data(), kBytes), 0);
+  EXPECT_EQ(std::memcmp(small, expected_small.data(), 48), 0);
+  EXPECT_EQ(std::memcmp(late, expected_late.data(), 3000), 0);
+  restored.reset();
+}
+
+TEST_F(ReheapSnap, InfoAndVerifyExplainABrokenChain) {
+  Heap& heap = make_heap();
+  fill(heap.allocate(8192), 8192, 15);
+  snapshotter_->save(path("base.snap"));
+  fill(heap.allocate(8192), 8192, 16);
+  if (snapshotter_->save_increment(path("inc.snap")).kind != SnapshotKind::kIncremental) {
+    GTEST_SKIP() << "no write tracking here: " << snapshotter_->tracking();
+  }
+  fs::remove(path("base.snap"));
+  const ToolResult info = run_tool({"info", "--json", path("inc.snap")});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const Json json = parse_or_fail(info.out);
+  EXPECT_EQ(json["kind"].text, "incremental");
+  EXPECT_EQ(json["parent_file"].text, "base.snap");
+  EXPECT_FALSE(json["chain"]["ok"].flag);
+  EXPECT_EQ(json["chain"]["error"].text, to_string(SnapshotErrc::kBrokenChain));
+  EXPECT_EQ(run_tool({"verify", path("inc.snap")}).exit_code, 0);
+  EXPECT_EQ(run_tool({"verify", "--chain", path("inc.snap")}).exit_code, 1);
+  EXPECT_EQ(run_tool({"compact", path("inc.snap"), path("out.snap")}).exit_code, 3);
+}
+
+TEST_F(ReheapSnap, JsonEscapesAnyFileName) {
+  Heap& heap = make_heap();
+  fill(heap.allocate(100), 100, 17);
+  const std::string name = path("we\"ird\\ \n\t\x01 \xff\xfe \xc3\xa9.snap");
+  snapshotter_->save(name);
+  for (const char* command : {"info", "verify"}) {
+    const ToolResult result = run_tool({command, "--json", name});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const Json json = parse_or_fail(result.out);
+    const Json& file = std::string(command) == "info" ? json["file"] : json["files"][0]["file"];
+    // Invalid UTF-8 becomes U+FFFD; valid UTF-8 (é) is kept.
+    EXPECT_NE(file.text.find("we\"ird\\ \n\t\x01 \xef\xbf\xbd\xef\xbf\xbd \xc3\xa9.snap"),
+              std::string::npos)
+        << file.text;
+  }
+}
+
+}  // namespace
+}  // namespace reheap

@@ -1,0 +1,234 @@
+// `reheap-snap info FILE`: a snapshot's header and its parent chain, read without the page data.
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "json_writer.h"
+#include "reheap/heap.h"
+#include "reheap/size_class.h"
+
+namespace reheap::snap {
+namespace {
+
+struct ChainEntry {
+  std::filesystem::path file;
+  SnapshotKind kind = SnapshotKind::kFull;
+  std::uint64_t generation = 0;
+  std::uint64_t id = 0;
+};
+
+// The chain `file` closes, or why it is broken. Headers are read again for each file: the chain
+// is short, and snapshot_chain() does not return them.
+struct Chain {
+  std::vector<ChainEntry> files;
+  std::optional<SnapshotError> broken;
+};
+
+Chain load_chain(const std::filesystem::path& file) {
+  Chain chain;
+  try {
+    for (const std::filesystem::path& link : snapshot_chain(file)) {
+      const SnapshotHeader header = read_snapshot_header(link);
+      chain.files.push_back({link, header.kind, header.generation, header.id});
+    }
+  } catch (const SnapshotError& error) {
+    chain.files.clear();
+    chain.broken = error;
+  }
+  return chain;
+}
+
+std::uint64_t data_pages(const PageCounts& pages) {
+  return std::accumulate(pages.by_class.begin(), pages.by_class.end(), std::uint64_t{0}) +
+         pages.large + pages.huge + pages.metadata;
+}
+
+std::string limit_text(std::size_t limit) {
+  return limit == kUnlimited ? "none" : human_bytes(limit);
+}
+
+void print_text(const std::filesystem::path& file, const SnapshotHeader& h, const Chain& chain) {
+  std::size_t by_use[3] = {0, 0, 0};
+  std::size_t fresh = 0;
+  for (const SnapshotChunk& chunk : h.chunks) {
+    ++by_use[static_cast<unsigned>(chunk.use) % 3];
+    if (chunk.fresh) ++fresh;
+  }
+  std::printf("file        %s\n", file.c_str());
+  std::printf("kind        %s\n", kind_name(h.kind));
+  std::printf("id          %s\n", hex(h.id).c_str());
+  if (h.kind == SnapshotKind::kIncremental) {
+    std::printf("parent      %s (%s)\n", hex(h.parent_id).c_str(), h.parent_file.c_str());
+  }
+  std::printf("generation  %llu\n", static_cast<unsigned long long>(h.generation));
+  std::printf("created     %s\n", utc_time(h.created_unix_ns).c_str());
+  std::printf("format      version %u, page %u B, chunk %s, checked build: %s\n",
+              h.format_version, h.page_size, human_bytes(h.chunk_size).c_str(),
+              h.checked_build ? "yes" : "no");
+  std::printf("zone        %s, %s\n", hex(h.zone_base).c_str(), human_bytes(h.zone_size).c_str());
+  std::printf("heap        id %u, root %s\n", h.heap_id, hex(h.root).c_str());
+  std::printf("limit       %s\n", limit_text(h.limit_bytes).c_str());
+  std::printf("committed   %s (%zu bytes)\n", human_bytes(h.committed_bytes).c_str(),
+              h.committed_bytes);
+  std::printf("chunks      %zu: class %zu, large %zu, huge %zu; fresh %zu\n", h.chunks.size(),
+              by_use[0], by_use[1], by_use[2], fresh);
+  const std::uint64_t pages = data_pages(h.pages);
+  std::printf("pages       %llu with data (%s): metadata %llu, large %llu, huge %llu; zero %llu\n",
+              static_cast<unsigned long long>(pages),
+              human_bytes(pages * h.page_size).c_str(),
+              static_cast<unsigned long long>(h.pages.metadata),
+              static_cast<unsigned long long>(h.pages.large),
+              static_cast<unsigned long long>(h.pages.huge),
+              static_cast<unsigned long long>(h.pages.zero));
+  std::printf("  %-5s %7s %10s\n", "class", "block", "pages");
+  for (unsigned c = 0; c < kNumClasses; ++c) {
+    if (h.pages.by_class[c] == 0) continue;
+    std::printf("  %-5u %7u %10llu\n", c, kClassSize[c],
+                static_cast<unsigned long long>(h.pages.by_class[c]));
+  }
+  std::printf("layout      %zu objects\n", h.layout.size());
+  for (const LoadedObject& object : h.layout) {
+    std::printf("  %s %s %s%s\n", hex(object.base).c_str(),
+                object.build_id.empty() ? "(no build-id)" : object.build_id.c_str(),
+                object.path.c_str(), object.main_executable ? " (main)" : "");
+  }
+  std::printf("tracking    %s\n", h.tracking.c_str());
+  if (chain.broken) {
+    std::printf("chain       broken: %s\n", describe(*chain.broken).c_str());
+    return;
+  }
+  std::printf("chain       %zu file%s\n", chain.files.size(), chain.files.size() == 1 ? "" : "s");
+  for (const ChainEntry& entry : chain.files) {
+    std::printf("  generation %-4llu %-11s %s\n",
+                static_cast<unsigned long long>(entry.generation), kind_name(entry.kind),
+                entry.file.c_str());
+  }
+}
+
+void print_json(const std::filesystem::path& file, const SnapshotHeader& h, const Chain& chain) {
+  JsonWriter json(std::cout);
+  json.begin_object();
+  json.field("file", file.string());
+  json.field("format_version", h.format_version);
+  json.field("kind", kind_name(h.kind));
+  json.field("id", hex(h.id));
+  json.field("parent_id", hex(h.parent_id));
+  json.field("parent_file", h.parent_file);
+  json.field("generation", std::uint64_t{h.generation});
+  json.field("created_unix_ns", std::uint64_t{h.created_unix_ns});
+  json.field("created", utc_time(h.created_unix_ns));
+  json.field("page_size", h.page_size);
+  json.field("chunk_size", std::uint64_t{h.chunk_size});
+  json.field("zone_base", hex(h.zone_base));
+  json.field("zone_size", std::uint64_t{h.zone_size});
+  json.field("checked_build", h.checked_build);
+  json.field("heap_id", h.heap_id);
+  json.field("root", hex(h.root));
+  json.key("limit");
+  if (h.limit_bytes == kUnlimited) {
+    json.null();
+  } else {
+    json.value(std::uint64_t{h.limit_bytes});
+  }
+  json.field("committed", std::uint64_t{h.committed_bytes});
+
+  json.key("chunk_counts");
+  json.begin_object();
+  std::uint64_t by_use[3] = {0, 0, 0};
+  std::uint64_t fresh = 0;
+  for (const SnapshotChunk& chunk : h.chunks) {
+    ++by_use[static_cast<unsigned>(chunk.use) % 3];
+    if (chunk.fresh) ++fresh;
+  }
+  json.field("total", std::uint64_t{h.chunks.size()});
+  json.field("class", by_use[0]);
+  json.field("large", by_use[1]);
+  json.field("huge", by_use[2]);
+  json.field("fresh", fresh);
+  json.end_object();
+  json.key("chunks");
+  json.begin_array();
+  for (const SnapshotChunk& chunk : h.chunks) {
+    json.begin_object();
+    json.field("index", chunk.index);
+    json.field("address", hex(h.zone_base + chunk.index * h.chunk_size));
+    json.field("use", use_name(chunk.use));
+    json.field("fresh", chunk.fresh);
+    json.end_object();
+  }
+  json.end_array();
+
+  json.key("pages");
+  json.begin_object();
+  json.field("data", data_pages(h.pages));
+  json.key("by_class");
+  json.begin_array();
+  for (unsigned c = 0; c < kNumClasses; ++c) {
+    json.begin_object();
+    json.field("class", c);
+    json.field("block_size", kClassSize[c]);
+    json.field("pages", std::uint64_t{h.pages.by_class[c]});
+    json.end_object();
+  }
+  json.end_array();
+  json.field("large", std::uint64_t{h.pages.large});
+  json.field("huge", std::uint64_t{h.pages.huge});
+  json.field("metadata", std::uint64_t{h.pages.metadata});
+  json.field("zero", std::uint64_t{h.pages.zero});
+  json.end_object();
+
+  json.key("layout");
+  json.begin_array();
+  for (const LoadedObject& object : h.layout) {
+    json.begin_object();
+    json.field("path", object.path);
+    json.field("base", hex(object.base));
+    json.field("build_id", object.build_id);
+    json.field("main", object.main_executable);
+    json.end_object();
+  }
+  json.end_array();
+  json.field("tracking", h.tracking);
+
+  json.key("chain");
+  json.begin_object();
+  json.field("ok", !chain.broken.has_value());
+  if (chain.broken) {
+    json.field("error", to_string(chain.broken->code()));
+    json.field("message", std::string(chain.broken->what()));
+  }
+  json.key("files");
+  json.begin_array();
+  for (const ChainEntry& entry : chain.files) {
+    json.begin_object();
+    json.field("file", entry.file.string());
+    json.field("kind", kind_name(entry.kind));
+    json.field("generation", std::uint64_t{entry.generation});
+    json.field("id", hex(entry.id));
+    json.end_object();
+  }
+  json.end_array();
+  json.end_object();
+  json.end_object();
+  json.finish();
+}
+
+}  // namespace
+
+int run_info(const Options& options) {
+  const std::filesystem::path& file = options.files.front();
+  const SnapshotHeader header = read_snapshot_header(file);
+  const Chain chain = load_chain(file);
+  if (options.json) {
+    print_json(file, header, chain);
+  } else {
+    print_text(file, header, chain);
+  }
+  return kOk;
+}
+
+}  // namespace reheap::snap
