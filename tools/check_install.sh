@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --preset release >/dev/null
-cmake --build --preset release --target reheap_heap reheap_new_delete >/dev/null
+cmake --build --preset release --target reheap_heap reheap_new_delete reheap-snap >/dev/null
 cmake --install build/release --prefix "$prefix/usr" >/dev/null
 mkdir -p "$prefix/consumer"
 cat > "$prefix/consumer/main.cpp" <<'CPP'

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Set-up, build and run every test suite: release; debug with ASan+UBSan and REHEAP_CHECKS;
 # ThreadSanitizer (the heap's concurrent part is the zone; the runtime's will be more).
-# Also checks that an installed reheap is usable with find_package(reheap) and pkg-config.
-# Usage: bash tools/test.sh [preset...]   (default: release asan tsan install)
+# Also checks that an installed reheap is usable with find_package(reheap) and pkg-config, and
+# fuzzes the snapshot loader for a few seconds (tools/fuzz.sh runs it for longer).
+# Usage: bash tools/test.sh [preset...]   (default: release asan tsan install fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(release asan tsan install)
+[ ${#presets[@]} -gt 0 ] || presets=(release asan tsan install fuzz)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 passed=0
@@ -15,6 +16,11 @@ failed=0
 for preset in "${presets[@]}"; do
   if [ "$preset" = install ]; then
     bash tools/check_install.sh
+    continue
+  fi
+  if [ "$preset" = fuzz ]; then
+    echo "== fuzz: the snapshot loader, ${REHEAP_FUZZ_SECONDS:-20} s"
+    bash tools/fuzz.sh "${REHEAP_FUZZ_SECONDS:-20}" 2>&1 | tail -12
     continue
   fi
   echo "== $preset: configure and build"

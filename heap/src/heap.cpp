@@ -110,9 +110,12 @@ void Heap::destroy(Heap* heap) noexcept {
   if (heap == nullptr) return;
   HeapState* h = state(heap);
   if (detail::t_current == h) detail::t_current = &detail::g_no_heap;
-  if (h->observer != nullptr) h->observer->heap_destroyed();
-  detail::unpoison_free_blocks(h);
   detail::ZoneImpl& zone = detail::zone();
+  if (detail::ChunkObserver* o = zone.observer(h->id)) {
+    zone.set_observer(h->id, nullptr);
+    o->heap_destroyed();
+  }
+  detail::unpoison_free_blocks(h);
   for (detail::ChunkHeader* c = h->large_head; c != nullptr;) {
     detail::ChunkHeader* next = c->next;
     const std::size_t chunks = c->run_chunks;

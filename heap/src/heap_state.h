@@ -58,16 +58,6 @@ struct ClassCursor {
 
 inline constexpr std::uint32_t kNoHeapId = 0xffffffffu;
 
-// Told before a heap gives chunks back to the zone, so that whoever watches the heap's pages (the
-// snapshot write tracker) lets go of them before they are discarded and handed to another heap.
-class ChunkObserver {
- public:
-  virtual void chunks_released(std::uintptr_t first, std::size_t count) noexcept = 0;
-  virtual void heap_destroyed() noexcept = 0;
-
- protected:
-  ~ChunkObserver() = default;
-};
 
 struct HeapState : Heap {
   constexpr explicit HeapState(std::uint32_t heap_id) noexcept : id(heap_id) {}
@@ -86,7 +76,6 @@ struct HeapState : Heap {
   std::uint64_t failed = 0;
   OsCallStats os{};
   void* root = nullptr;
-  ChunkObserver* observer = nullptr;  // not part of the heap's saved state: cleared on restore
   ChunkHeader* class_head = nullptr;
   ChunkHeader* class_tail = nullptr;
   std::uint32_t class_chunks = 0;

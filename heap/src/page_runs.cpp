@@ -286,7 +286,7 @@ void free_pages(HeapState* h, void* p) noexcept {
     h->committed -= kPageSize + c->huge_size;
     unlink_large(h, c);
     const std::size_t chunks = c->run_chunks;
-    if (h->observer != nullptr) h->observer->chunks_released(reinterpret_cast<std::uintptr_t>(c), chunks);
+    if (ChunkObserver* o = zone().observer(h->id)) o->chunks_released(reinterpret_cast<std::uintptr_t>(c), chunks);
     release_chunk_pages(h, c, false);  // c is zero from here on
     zone().release(reinterpret_cast<std::uintptr_t>(c), chunks, h->id);
     return;

@@ -82,7 +82,9 @@ void ZoneImpl::reserve_locked() {
   auto* owners = static_cast<std::atomic<std::uint32_t>*>(
       os::map_table(chunks_ * sizeof(std::atomic<std::uint32_t>)));
   used_ = static_cast<std::uint64_t*>(os::map_table(align_up(chunks_, 64) / 8));
-  if (owners == nullptr || used_ == nullptr) {
+  observers_ = static_cast<std::atomic<ChunkObserver*>*>(
+      os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
+  if (owners == nullptr || used_ == nullptr || observers_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {

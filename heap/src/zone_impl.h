@@ -30,6 +30,19 @@ extern constinit ZoneBounds g_zone;
 
 enum class Half { kClass, kLarge };
 
+// Told before a heap gives chunks back, so that whoever watches the heap's pages (the snapshot
+// write tracker) lets go of them before they are discarded and handed to another heap. Kept in
+// the zone, by heap id, rather than in the heap: a process-local pointer has no place in the
+// heap's saved state.
+class ChunkObserver {
+ public:
+  virtual void chunks_released(std::uintptr_t first, std::size_t count) noexcept = 0;
+  virtual void heap_destroyed() noexcept = 0;
+
+ protected:
+  ~ChunkObserver() = default;
+};
+
 class ZoneImpl {
  public:
   // Reserves the zone if that has not happened yet. Throws std::system_error on failure.
@@ -77,6 +90,15 @@ class ZoneImpl {
     return g_zone.base.load(std::memory_order_relaxed) + (std::uintptr_t{index} << kChunkShift);
   }
 
+  // The observer of heap `id` (null: none). Read on the heap's own thread only when it releases
+  // chunks; set by the observer's owner on that thread.
+  ChunkObserver* observer(std::uint32_t id) const noexcept {
+    return observers_[id - 1].load(std::memory_order_relaxed);
+  }
+  void set_observer(std::uint32_t id, ChunkObserver* o) noexcept {
+    observers_[id - 1].store(o, std::memory_order_relaxed);
+  }
+
   void count_ignored_free() noexcept { ignored_frees_.fetch_add(1, std::memory_order_relaxed); }
   void heap_created() noexcept { live_heaps_.fetch_add(1, std::memory_order_relaxed); }
   void heap_destroyed() noexcept { live_heaps_.fetch_sub(1, std::memory_order_relaxed); }
@@ -96,6 +118,7 @@ class ZoneImpl {
   std::size_t chunks_ = 0;        // in the whole zone
   std::size_t class_chunks_ = 0;  // in the class half: [0, class_chunks_)
   std::uint64_t* used_ = nullptr;  // one bit per chunk
+  std::atomic<ChunkObserver*>* observers_ = nullptr;  // by heap id - 1 (one per chunk)
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes
   std::size_t accessible_end_[2] = {0, 0};
   std::size_t in_use_[2] = {0, 0};

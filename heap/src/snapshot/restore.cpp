@@ -218,7 +218,6 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
   check_state(final, name);
 
   HeapState* h = detail::heap_at(detail::ZoneImpl::chunk_address(final.heap_id - 1));
-  h->observer = nullptr;
   detail::poison_free_blocks(h);
   detail::zone().heap_created();
   taken.keep();

@@ -95,7 +95,7 @@ struct Snapshotter::State final : detail::ChunkObserver {
   std::string broken;  // why tracking lost track (the next save must be full), or ""
 
   ~State() {
-    if (heap_alive) heap->observer = nullptr;
+    if (heap_alive) detail::zone().set_observer(heap->id, nullptr);
   }
 
   void untrack_run(std::map<std::uintptr_t, TrackedRun>::iterator it) noexcept {
@@ -284,11 +284,11 @@ Snapshotter::Snapshotter(Heap& heap) {
   HeapScope system(nullptr);
   state_ = std::make_unique<State>();
   state_->heap = detail::state(&heap);
-  if (state_->heap->observer != nullptr) {
+  if (detail::zone().observer(state_->heap->id) != nullptr) {
     throw SnapshotError(SnapshotErrc::kMisuse, "Snapshotter: this heap already has a Snapshotter");
   }
   state_->tracking_available = WriteTracker::available(&state_->tracking_why);
-  state_->heap->observer = state_.get();
+  detail::zone().set_observer(state_->heap->id, state_.get());
 }
 
 Snapshotter::~Snapshotter() {
