@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cases_detail.h"
+#include "reheap/heap_scope.h"
 
 namespace reheap::snaptest::detail {
 namespace {
@@ -170,6 +171,7 @@ struct GensRoot {
   std::map<std::uint64_t, std::string> entries;
   std::vector<Blob> blobs;
   std::uint64_t generation = 0;
+  Blob grown;  // resized with Heap::reallocate each step: in place when it can
 };
 
 void* build_gens(std::uint64_t seed) {
@@ -191,6 +193,15 @@ void erase_blob(GensRoot* r, std::size_t index) {
 void mutate_gens(void* root, std::uint64_t step) {
   auto* r = static_cast<GensRoot*>(root);
   r->generation = step;
+  {
+    static constexpr std::size_t kSizes[] = {100 * KiB, 180 * KiB, 700 * KiB, 2 * MiB, 3 * MiB, 400 * KiB};
+    const std::size_t n = kSizes[step % 6];
+    void* p = current_heap()->reallocate(r->grown.p, n);
+    if (p != nullptr) {
+      r->grown = Blob{static_cast<unsigned char*>(p), n, mix(step, 77)};
+      fill_words(r->grown.p, n, r->grown.seed);
+    }
+  }
   for (std::uint64_t i = 0; i < 200; ++i) {
     const std::uint64_t x = mix(step, i);
     r->entries[x % 1000000] = std::string(x % 80, static_cast<char>('a' + x % 26));
@@ -229,6 +240,7 @@ std::uint64_t digest_gens(const void* root) {
   }
   d.add(r->blobs.size());
   for (const Blob& b : r->blobs) add_blob(d, b);
+  if (r->grown.p != nullptr) add_blob(d, r->grown);
   return d.value();
 }
 

@@ -124,6 +124,61 @@ TEST(SnapshotFormat, HeaderDescribesTheHeapAndTheProcess) {
   EXPECT_EQ(snapshot_chain(dir / "h.snap"), std::vector<std::filesystem::path>{dir / "h.snap"});
 }
 
+TEST(SnapshotFormat, ReaderYieldsThePagesOfTheLiveHeap) {
+  TempDir dir;
+  HeapPtr heap = Heap::create();
+  build_in(*heap, find_case("map"), 43);
+  const SnapshotInfo info = Snapshotter(*heap).save(dir / "r.snap");
+  SnapshotReader reader(dir / "r.snap");
+  EXPECT_EQ(reader.header().id, info.id);
+  EXPECT_EQ(reader.size(), info.bytes_written);
+  PageRun run;
+  std::uint64_t pages = 0;
+  std::uint64_t last_position = reader.position();
+  std::size_t differing_runs = 0;
+  while (reader.next(run)) {
+    EXPECT_FALSE(run.zero);
+    std::vector<unsigned char> data(std::size_t{run.pages} * kPage);
+    reader.read_data(data.data());
+    differing_runs += std::memcmp(data.data(), reinterpret_cast<const void*>(run.address), data.size()) != 0;
+    pages += run.pages;
+    EXPECT_GT(reader.position(), last_position);
+    last_position = reader.position();
+  }
+  EXPECT_EQ(differing_runs, 0u) << "the file's pages are the heap's pages (nothing changed since)";
+  EXPECT_EQ(pages, info.pages_written);
+  EXPECT_EQ(reader.position(), reader.size());
+}
+
+TEST(SnapshotFormat, ReaderChecksEachRunAndInsistsOnConsumingIt) {
+  TempDir dir;
+  {
+    HeapPtr heap = Heap::create();
+    build_in(*heap, find_case("map"), 44);
+    Snapshotter(*heap).save(dir / "r.snap");
+  }
+  Bytes bytes = read_bytes(dir / "r.snap");
+  const SnapshotFile f = decode(bytes, kPage);
+  ASSERT_EQ(f.error, "");
+  bytes[f.runs[1].data_at + 100] ^= 4;
+  write_bytes(dir / "bad.snap", bytes);
+  {
+    SnapshotReader reader(dir / "bad.snap");
+    PageRun run;
+    ASSERT_TRUE(reader.next(run));
+    reader.skip_data();
+    ASSERT_TRUE(reader.next(run));
+    const Outcome o = attempt([&] { reader.skip_data(); });
+    EXPECT_TRUE(o.failed_with(SnapshotErrc::kCorrupt)) << "skip_data checks the run: " << o.describe();
+  }
+  SnapshotReader reader(dir / "r.snap");
+  PageRun run;
+  ASSERT_TRUE(reader.next(run));
+  const Outcome o = attempt([&] { reader.next(run); });
+  EXPECT_TRUE(o.failed_with(SnapshotErrc::kMisuse)) << "next() before the data was consumed: "
+                                                    << o.describe();
+}
+
 TEST(SnapshotFormat, ErrorCodesHaveNames) {
   for (SnapshotErrc code : {SnapshotErrc::kIo, SnapshotErrc::kNoSpace, SnapshotErrc::kTruncated,
                             SnapshotErrc::kCorrupt, SnapshotErrc::kNotASnapshot,

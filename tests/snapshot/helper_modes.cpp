@@ -3,6 +3,7 @@
 #include "helper_modes.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "cases.h"
+#include "reheap/aslr.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
 #include "support.h"
@@ -41,6 +43,15 @@ std::string exercise(Heap& heap) {
   }
   for (const auto& b : blocks) {
     if (Heap::owner_of(b.get()) != &heap) return "a block allocated after restore is not the heap's";
+  }
+  {  // another heap, allocating in every class, must get chunks of its own
+    HeapPtr other = Heap::create();
+    HeapScope other_scope(*other);
+    for (std::size_t n : {std::size_t{64}, std::size_t{100000}, std::size_t{5} << 20}) {
+      auto* p = new unsigned char[n];
+      if (Heap::owner_of(p) != other.get()) return "another heap was given the restored heap's memory";
+      fill_words(p, n, 9);
+    }
   }
   std::size_t i = 0;
   for (std::size_t n : {std::size_t{8}, std::size_t{4096}, std::size_t{12000}, std::size_t{200000},
@@ -173,6 +184,12 @@ int run_helper_mode(int argc, char** argv) {
     if (mode == "--restore-helper") return restore_helper(argc, argv);
     if (mode == "--save-helper") return save_helper(argc, argv);
     if (mode == "--save-loop") save_loop(argc, argv);
+    if (mode == "--aslr-report") {
+      std::printf("aslr_off=%d disabled=%d marker=%d why=%s\n", layout_stable() ? 1 : 0,
+                  reheap::aslr_disabled() ? 1 : 0, std::getenv("REHEAP_ASLR_REEXEC") != nullptr ? 1 : 0,
+                  aslr_reason().c_str());
+      return 0;
+    }
   } catch (const std::exception& e) {
     return fail(mode, std::string("unexpected exception: ") + e.what());
   }

@@ -19,6 +19,7 @@
 #include "cases.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
+#include "reheap/zone.h"
 #include "support.h"
 
 namespace reheap::snaptest {
@@ -328,6 +329,23 @@ TEST(SnapshotIncrement, IncrementFromAByteSourceIsRefused) {
   EXPECT_EQ(o.kind, Outcome::Kind::kSnapshotError)
       << "an increment alone is not a heap: " << o.describe();
   EXPECT_EQ(zone_use(), before);
+}
+
+TEST(SnapshotIncrement, CompactNeedsNoZone) {
+  SKIP_UNLESS_LAYOUT_STABLE();
+  TempDir dir;
+  const ChildResult child = run_self({"--save-helper", "graph", (dir / "g.snap").string(), "63"});
+  ASSERT_TRUE(child.succeeded()) << child.describe();
+  const bool reserved_before = Zone::reserved();
+  const SnapshotInfo info = compact(dir / "g.snap", dir / "c.snap");
+  if (!reserved_before) {
+    EXPECT_FALSE(Zone::reserved()) << "compact() reserved the zone";
+  }
+  EXPECT_EQ(info.kind, SnapshotKind::kFull);
+  EXPECT_EQ(verify_snapshot(dir / "c.snap").id, info.id);
+  const ChildResult check = run_self({"--restore-helper", "graph", (dir / "c.snap").string(),
+                                      child.output.substr(7, 16)});
+  EXPECT_TRUE(check.succeeded()) << check.describe();
 }
 
 }  // namespace

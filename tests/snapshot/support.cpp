@@ -140,7 +140,7 @@ Child spawn_self(const std::vector<std::string>& args, const SpawnOptions& optio
   if (pid == 0) {
     ::dup2(fds[1], STDOUT_FILENO);
     ::dup2(fds[1], STDERR_FILENO);
-    if (options.keep_aslr && persona != -1) {
+    if ((options.keep_aslr || options.randomize) && persona != -1) {
       ::personality(static_cast<unsigned long>(persona) & ~static_cast<unsigned long>(ADDR_NO_RANDOMIZE));
     }
     ::execve(argv[0], argv.data(), envp.data());

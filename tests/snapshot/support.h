@@ -80,6 +80,7 @@ Outcome attempt(const std::function<void()>& f);
 // This test binary run again (/proc/self/exe) with `args`, its stdout and stderr in one pipe.
 struct SpawnOptions {
   bool keep_aslr = false;  // run the child with ASLR on (and tell its main not to turn it off)
+  bool randomize = false;  // start the child with ASLR on; its main turns it off as usual
   std::vector<std::string> extra_env = {};  // "NAME=value" entries added to the environment
 };
 struct Child {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -101,7 +102,9 @@ std::size_t FdSource::read(void* data, std::size_t size) {
 
 namespace {
 
-// Removes "<target>.tmp-<pid>" files left by processes that no longer exist.
+// Removes "<target>.tmp-<pid>-<n>" files left by processes that no longer exist. (A directory
+// shared between PID namespaces could name a live writer of another namespace by a pid that is
+// free here; such setups must not share a snapshot directory.)
 void remove_stale_temporaries(const std::filesystem::path& target) {
   const std::string prefix = target.filename().string() + ".tmp-";
   std::error_code ec;
@@ -111,12 +114,15 @@ void remove_stale_temporaries(const std::filesystem::path& target) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     char* end = nullptr;
     const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
+    if (pid <= 0 || *end != '-') continue;
     if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
       std::filesystem::remove(entry.path(), ec);
     }
   }
 }
+
+// Distinguishes the temporaries of one process: threads may save to the same target at once.
+std::atomic<std::uint64_t> g_temporary_counter{0};
 
 void fsync_directory(const std::filesystem::path& dir, const std::string& name) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -131,10 +137,14 @@ void fsync_directory(const std::filesystem::path& dir, const std::string& name) 
 
 AtomicFile::AtomicFile(const std::filesystem::path& target) : target_(target) {
   remove_stale_temporaries(target_);
-  temporary_ = target_;
-  temporary_ += ".tmp-" + std::to_string(::getpid());
-  fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail_errno(errno, temporary_.string(), "open");
+  // O_EXCL: a name still in use (a writer of this process, or a leftover) is never shared.
+  for (int attempt = 0; fd_ < 0; ++attempt) {
+    temporary_ = target_;
+    temporary_ += ".tmp-" + std::to_string(::getpid()) + "-" +
+                  std::to_string(g_temporary_counter.fetch_add(1, std::memory_order_relaxed));
+    fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd_ < 0 && (errno != EEXIST || attempt == 1000)) fail_errno(errno, temporary_.string(), "open");
+  }
   sink_ = new FdSink(fd_, temporary_.string());
 }
 

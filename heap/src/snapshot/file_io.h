@@ -57,8 +57,9 @@ class FdSource final : public ByteSource {
 
 // A new version of `target`, written to a temporary file beside it and put in place by commit().
 // Destroying an uncommitted AtomicFile removes the temporary; a process killed before commit()
-// leaves at most a temporary named "<target>.tmp-<pid>", which the next AtomicFile for the same
-// target removes once that process is gone.
+// leaves at most a temporary named "<target>.tmp-<pid>-<n>", which the next AtomicFile for the
+// same target removes once that process is gone. Threads may replace the same target at once:
+// each has its own temporary, and the target is always one complete version.
 class AtomicFile {
  public:
   explicit AtomicFile(const std::filesystem::path& target);
