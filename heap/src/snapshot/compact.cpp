@@ -9,11 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <memory>
 
-#include "../layout.h"
 #include "file_io.h"
 #include "format.h"
 #include "reheap/heap_scope.h"
@@ -133,12 +131,8 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
   header.kind = SnapshotKind::kFull;
   header.parent_id = 0;
   header.parent_file.clear();
-  header.id = 0;
-  while (header.id == 0) header.id = (static_cast<std::uint64_t>(::getpid()) << 40) ^
-                                      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-                                      final.id * 0x9E3779B97F4A7C15ull;
-  header.created_unix_ns = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  header.id = new_snapshot_id();
+  header.created_unix_ns = unix_time_ns();
   for (SnapshotChunk& c : header.chunks) c.fresh = false;
   header.tracking = "compacted from " + std::to_string(chain.size()) + " files";
   // Recount the pages by kind from the final chunk uses.
@@ -146,26 +140,20 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
   std::uint64_t data_pages = 0;
   for (const auto& [address, source] : pages) {
     const auto index = static_cast<std::uint32_t>((address - final.zone_base) / final.chunk_size);
-    const auto c = std::find_if(final.chunks.begin(), final.chunks.end(),
-                                [&](const SnapshotChunk& k) { return k.index == index; });
-    const std::uintptr_t offset = (address - final.zone_base) % final.chunk_size;
-    ++data_pages;
-    switch (c->use) {
-      case ChunkUse::kClass: {
-        const auto lane = static_cast<unsigned>(detail::lane_index(address));
-        if (lane < kNumClasses) ++header.pages.by_class[lane]; else ++header.pages.metadata;
-        break;
-      }
-      case ChunkUse::kLarge:
-        if ((offset >> detail::kPageShift) < detail::kFirstRunPage) ++header.pages.metadata; else ++header.pages.large;
-        break;
-      case ChunkUse::kHuge: {
-        const bool run_head = offset == 0 && (c == final.chunks.begin() || std::prev(c)->use != ChunkUse::kHuge ||
-                                              std::prev(c)->index + 1 != c->index);
-        if (run_head) ++header.pages.metadata; else ++header.pages.huge;
-        break;
+    auto c = std::find_if(final.chunks.begin(), final.chunks.end(),
+                          [&](const SnapshotChunk& k) { return k.index == index; });
+    // The header lists chunks, not runs: a huge run is taken to start at the first of its
+    // consecutive huge chunks.
+    const ChunkUse use = c->use;
+    if (use == ChunkUse::kHuge) {
+      while (c != final.chunks.begin() && std::prev(c)->use == ChunkUse::kHuge &&
+             std::prev(c)->index + 1 == c->index) {
+        --c;
       }
     }
+    const std::uintptr_t run_base = final.zone_base + std::uintptr_t{c->index} * final.chunk_size;
+    count_page(header.pages, use, run_base, address);
+    ++data_pages;
   }
 
   AtomicFile file(std::filesystem::absolute(out));

@@ -1,8 +1,10 @@
 // The header codec: SnapshotHeader <-> msgpack map (see heap/SNAPSHOT_FORMAT.md, "Header").
 #include "format.h"
 
+#include <sys/random.h>
 #include <xxhash.h>
 
+#include <chrono>
 #include <limits>
 #include <msgpack.hpp>
 #include <new>
@@ -17,6 +19,23 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the format is little-e
 
 void fail(SnapshotErrc code, const std::string& name, const std::string& what) {
   throw SnapshotError(code, name + ": " + what);
+}
+
+std::uint64_t new_snapshot_id() noexcept {
+  std::uint64_t id = 0;
+  while (id == 0) {
+    if (::getrandom(&id, sizeof id, 0) != sizeof id) {
+      id = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) *
+           0x9E3779B97F4A7C15ull;
+    }
+  }
+  return id;
+}
+
+std::uint64_t unix_time_ns() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::system_clock::now().time_since_epoch())
+                                        .count());
 }
 
 std::uint64_t checksum(const void* data, std::size_t size) noexcept {

@@ -60,6 +60,11 @@ std::vector<unsigned char> encode_header(const SnapshotHeader& header);
 SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::uint32_t version,
                              const std::string& name);
 
+// A new snapshot id: random, never 0.
+std::uint64_t new_snapshot_id() noexcept;
+// Wall-clock time for `created_unix_ns`.
+std::uint64_t unix_time_ns() noexcept;
+
 // XXH3-64, seed 0.
 std::uint64_t checksum(const void* data, std::size_t size) noexcept;
 

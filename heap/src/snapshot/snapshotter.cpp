@@ -12,8 +12,6 @@
 //     and taken again), with the chunk marked fresh so that restore clears it first.
 // A save that fails keeps what it collected (pending), so the next save still writes it: the
 // tracker forgets a page once it has reported it.
-#include <sys/random.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -37,22 +35,6 @@ using detail::os::WriteTracker;
 namespace {
 
 constexpr std::size_t kTrackSpan = detail::kGroupSize;  // one page-table page maps 2 MiB
-
-std::uint64_t random_id() {
-  std::uint64_t id = 0;
-  while (id == 0) {
-    if (::getrandom(&id, sizeof id, 0) != sizeof id) {
-      id = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
-    }
-  }
-  return id;
-}
-
-std::uint64_t now_unix_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
-}
 
 // Under AddressSanitizer, freed class blocks are poisoned; the snapshot reads them like any other
 // byte of the heap's pages (and hands them to sinks that may be instrumented).
@@ -229,11 +211,11 @@ SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std
   SnapshotHeader header;
   header.format_version = kFormatVersion;
   header.kind = increment ? SnapshotKind::kIncremental : SnapshotKind::kFull;
-  header.id = random_id();
+  header.id = new_snapshot_id();
   header.parent_id = increment ? parent_id : 0;
   header.parent_file = increment ? parent_name : std::string();
   header.generation = generation + 1;
-  header.created_unix_ns = now_unix_ns();
+  header.created_unix_ns = unix_time_ns();
   header.page_size = kPageSize;
   header.chunk_size = detail::kChunkSize;
   const ZoneStats zone = Zone::stats();

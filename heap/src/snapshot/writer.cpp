@@ -24,8 +24,10 @@ bool page_is_zero(const void* page) noexcept {
   return true;
 }
 
-void count(PageCounts& counts, const Segment& s, std::uintptr_t page) noexcept {
-  switch (s.use) {
+}  // namespace
+
+void count_page(PageCounts& counts, ChunkUse use, std::uintptr_t run_base, std::uintptr_t page) noexcept {
+  switch (use) {
     case ChunkUse::kClass: {
       const auto lane = static_cast<unsigned>(lane_index(page));
       if (lane < kNumClasses) {
@@ -36,14 +38,14 @@ void count(PageCounts& counts, const Segment& s, std::uintptr_t page) noexcept {
       return;
     }
     case ChunkUse::kLarge:
-      if (((page - s.run_base) >> kPageShift) < kFirstRunPage) {
+      if (((page - run_base) >> kPageShift) < kFirstRunPage) {
         ++counts.metadata;
       } else {
         ++counts.large;
       }
       return;
     case ChunkUse::kHuge:
-      if (page - s.run_base < kPageSize) {
+      if (page - run_base < kPageSize) {
         ++counts.metadata;
       } else {
         ++counts.huge;
@@ -51,8 +53,6 @@ void count(PageCounts& counts, const Segment& s, std::uintptr_t page) noexcept {
       return;
   }
 }
-
-}  // namespace
 
 Plan plan_runs(std::vector<Segment> segments) {
   std::sort(segments.begin(), segments.end(),
@@ -89,7 +89,7 @@ Plan plan_runs(std::vector<Segment> segments) {
         ++plan.counts.zero;
       } else {
         ++plan.data_pages;
-        count(plan.counts, s, page);
+        count_page(plan.counts, s.use, s.run_base, page);
       }
       if (!plan.runs.empty()) {
         PlannedRun& last = plan.runs.back();

@@ -41,6 +41,10 @@ struct Plan {
   std::uint64_t holes = 0;  // zero pages left out
 };
 
+// Counts one data page in `counts` by what it holds: `run_base` is the first chunk of the chunk
+// run holding `page` (a huge run's first page is its header).
+void count_page(PageCounts& counts, ChunkUse use, std::uintptr_t run_base, std::uintptr_t page) noexcept;
+
 // Sorts and merges `segments` (overlaps take zero_is_change), reads their pages and returns the
 // runs, split at chunk boundaries.
 Plan plan_runs(std::vector<Segment> segments);
