@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Runs the messaging benchmarks (messaging_bench_<impl>: reheap, caf, rawuv) and prints one table.
+#
+# For each test, every implementation that was built runs in a fresh process per repetition, in
+# an order that rotates from one repetition to the next. The table gives the median rate of the
+# repetitions and their spread (min..max), and reheap's ratio to CAF and to the raw libuv bound
+# (above 1 means reheap is faster); a ratio is printed only when both sides ran. An executable
+# that does not exist is skipped (messaging_bench_reheap until the runtime has messaging). See
+# "Messaging benchmarks" in tools/bench/README.md for what each test does.
+#
+# usage: bash tools/bench/messaging_bench.sh [--build-dir DIR] [--quick] [--reps N] [--raw FILE]
+set -euo pipefail
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo_dir=$(cd "$script_dir/../.." && pwd)
+build_dir="$repo_dir/build/release"
+quick=0
+reps=""
+raw=""
+
+usage() {
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
+  cat <<'EOF'
+
+options:
+  --build-dir DIR  the CMake build directory (default: build/release); the executables are
+                   taken from DIR/tools/bench/messaging
+  --quick          a tenth of the work per test and 3 repetitions (under a minute)
+  --reps N         repetitions per implementation and test (default 5; quick: 3); a full
+                   run takes about 3 minutes
+  --raw FILE       keep every RESULT and NOTE line in FILE
+EOF
+}
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build-dir) build_dir=$2; shift ;;
+    --quick) quick=1 ;;
+    --reps) reps=$2; shift ;;
+    --raw) raw=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "messaging_bench.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+if [[ -z $reps ]]; then
+  reps=$(( quick ? 3 : 5 ))
+fi
+if ! [[ $reps =~ ^[1-9][0-9]*$ ]]; then
+  echo "messaging_bench.sh: --reps wants a positive integer" >&2
+  exit 2
+fi
+
+bin_dir="$build_dir/tools/bench/messaging"
+
+# Implementations in table order, with their column titles.
+impls=(reheap caf rawuv)
+declare -A title=([reheap]="reheap" [caf]="CAF" [rawuv]="raw libuv")
+available=()
+for impl in "${impls[@]}"; do
+  if [[ -x "$bin_dir/messaging_bench_$impl" ]]; then
+    available+=("$impl")
+  else
+    echo "messaging_bench.sh: $bin_dir/messaging_bench_$impl not built; ${title[$impl]} is left out" >&2
+  fi
+done
+if [[ ${#available[@]} -eq 0 ]]; then
+  echo "messaging_bench.sh: no messaging_bench_* in $bin_dir; build first:" >&2
+  echo "  cmake --preset release && cmake --build build/release -j2 --target messaging_bench_caf messaging_bench_rawuv" >&2
+  exit 1
+fi
+
+# Tests and their sizes (n; see messaging_bench.h). --quick does a tenth of the work.
+tests=(pingpong oneway fanin spawn)
+declare -A size=([pingpong]=200000 [oneway]=10000000 [fanin]=10000000 [spawn]=1000000)
+if [[ $quick -eq 1 ]]; then
+  for t in "${tests[@]}"; do size[$t]=$(( size[$t] / 10 )); done
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+results="$tmp/results"  # lines: row impl rate seconds   (rate "n/a" or "FAILED")
+notes="$tmp/notes"      # lines: row impl key value
+: >"$results"
+: >"$notes"
+failures=0
+
+# run_one ROW IMPL TEST [EXTRA ARGS...]: one fresh process, one timed repetition.
+run_one() {
+  local row=$1 impl=$2 test=$3; shift 3
+  local exe="$bin_dir/messaging_bench_$impl" out status=0
+  out=$(timeout 900 "$exe" "$test" --n "${size[$test]}" --reps 1 "$@" 2>&1) || status=$?
+  if [[ -n $raw ]]; then
+    { grep -E '^(RESULT|NOTE) ' <<<"$out" || true; } | sed "s/\$/ row=$row/" >>"$raw"
+  fi
+  local line
+  line=$(grep -m1 '^RESULT ' <<<"$out" || true)
+  if [[ $status -ne 0 || -z $line ]]; then
+    echo "messaging_bench.sh: $exe $test --n ${size[$test]} $* failed (status $status):" >&2
+    echo "$out" | tail -20 >&2
+    echo "$row $impl FAILED FAILED" >>"$results"
+    failures=$(( failures + 1 ))
+    return
+  fi
+  local rate seconds
+  rate=$(sed 's/.* rate=\([^ ]*\).*/\1/' <<<"$line")
+  seconds=$(sed 's/.* seconds=\([^ ]*\).*/\1/' <<<"$line")
+  echo "$row $impl $rate $seconds" >>"$results"
+  { grep '^NOTE ' <<<"$out" || true; } | while read -r _ _ _ kv; do
+    for pair in $kv; do echo "$row $impl ${pair%%=*} ${pair#*=}" >>"$notes"; done
+  done
+}
+
+# The rows of the table: a test and which implementations run it. The extra row runs CAF's
+# pingpong with detached actors, which CAF does put on two threads (its scheduled actors mostly
+# share one worker; see the NOTE lines).
+rows=("${tests[@]}")
+have_caf=0
+for impl in "${available[@]}"; do [[ $impl == caf ]] && have_caf=1; done
+[[ $have_caf -eq 1 ]] && rows+=(pingpong-detached)
+
+echo "running: ${available[*]}; $reps repetitions each; $(if [[ $quick -eq 1 ]]; then echo quick; else echo full; fi) sizes" >&2
+for row in "${rows[@]}"; do
+  if [[ $row == pingpong-detached ]]; then
+    test=pingpong; row_impls=(caf); extra=(--detached)
+  else
+    test=$row; row_impls=("${available[@]}"); extra=()
+  fi
+  echo "  $row (n=${size[$test]}) ..." >&2
+  count=${#row_impls[@]}
+  for (( rep = 0; rep < reps; rep++ )); do
+    for (( k = 0; k < count; k++ )); do
+      run_one "$row" "${row_impls[$(( (k + rep) % count ))]}" "$test" "${extra[@]}"
+    done
+  done
+done
+
+# ---- the table ---------------------------------------------------------------------------------
+
+# stats ROW IMPL: "median min max" of the rates, "n/a" if the test does not apply, "FAILED" if a
+# repetition failed, nothing if the implementation did not run.
+stats() {
+  awk -v row="$1" -v impl="$2" '
+    $1 == row && $2 == impl { if ($3 == "FAILED") failed = 1; else if ($3 == "n/a") na = 1;
+                              else v[n++] = $3 }
+    END {
+      if (failed) { print "FAILED"; exit }
+      if (na && n == 0) { print "n/a"; exit }
+      if (n == 0) exit
+      for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      m = (n % 2) ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
+      printf "%.0f %.0f %.0f\n", m, v[0], v[n - 1]
+    }' "$results"
+}
+
+human() {  # 1234567 -> 1.23M
+  awk -v x="$1" 'BEGIN {
+    if (x >= 1e9) printf "%.2fG", x / 1e9; else if (x >= 1e6) printf "%.2fM", x / 1e6;
+    else if (x >= 1e3) printf "%.1fk", x / 1e3; else printf "%.0f", x }'
+}
+
+cell() {  # cell "median min max" | n/a | FAILED | "" -> table cell
+  case "$1" in
+    "") echo "—" ;;
+    n/a|FAILED) echo "$1" ;;
+    *) read -r m lo hi <<<"$1"; echo "$(human "$m") ($(human "$lo")..$(human "$hi"))" ;;
+  esac
+}
+
+ratio() {  # ratio STATS_A STATS_B -> median_a / median_b, or — unless both are numbers
+  if [[ $1 =~ ^[0-9] && $2 =~ ^[0-9] ]]; then
+    awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { printf "%.2fx", a / b }'
+  else
+    echo "—"
+  fi
+}
+
+unit() {
+  case "$1" in
+    pingpong*) echo "round trips/s" ;;
+    spawn) echo "actors/s" ;;
+    *) echo "messages/s" ;;
+  esac
+}
+
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+version_of() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?"; }
+
+echo
+echo "## Messaging benchmarks  $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo
+echo "machine: nproc $(nproc), ${cpu_model:-unknown CPU}, kernel $(uname -sr)"
+echo "libraries: libuv1 $(version_of libuv1-dev), CAF $(version_of libcaf-dev); load $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
+echo "runs: $reps repetitions per cell, each in a fresh process, order rotated per repetition; sizes:"
+echo "      $(for t in "${tests[@]}"; do printf '%s n=%s  ' "$t" "${size[$t]}"; done)"
+echo
+echo "| test | unit | reheap | CAF | raw libuv | reheap/CAF | reheap/raw libuv |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+for row in "${rows[@]}"; do
+  if [[ $row == pingpong-detached ]]; then
+    # reheap's pingpong row is compared with CAF's detached actors, both on two threads.
+    s_reheap=$(stats pingpong reheap)
+    s_caf=$(stats pingpong-detached caf)
+    s_raw=""
+    label="pingpong, CAF --detached"
+  else
+    s_reheap=$(stats "$row" reheap)
+    s_caf=$(stats "$row" caf)
+    s_raw=$(stats "$row" rawuv)
+    label=$row
+  fi
+  reheap_cell=$(cell "$s_reheap")
+  if [[ $row == pingpong-detached && -n $s_reheap ]]; then
+    reheap_cell="(pingpong row)"
+  fi
+  echo "| $label | $(unit "$row") | $reheap_cell | $(cell "$s_caf") | $(cell "$s_raw") | $(ratio "$s_reheap" "$s_caf") | $(ratio "$s_reheap" "$s_raw") |"
+done
+echo
+echo "Cells: median rate (min..max). Ratios: reheap's median rate over the other's (above 1: reheap faster)."
+if [[ $have_caf -eq 1 ]]; then
+  echo "The \"CAF --detached\" row gives each CAF actor its own thread; its ratio uses reheap's pingpong."
+fi
+
+if [[ -s $notes ]]; then
+  echo
+  echo "Notes (median over the repetitions):"
+  sort -k1,1 -k2,2 -k3,3 "$notes" | awk '
+    function flush() {
+      if (n == 0) return
+      for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      printf "- %s, %s: %s = %s (%s..%s)\n", key_row, key_impl, key_name, v[int((n - 1) / 2)], v[0], v[n - 1]
+      n = 0
+    }
+    { if ($1 != key_row || $2 != key_impl || $3 != key_name) { flush(); key_row = $1; key_impl = $2; key_name = $3 }
+      v[n++] = $4 + 0 }
+    END { flush() }'
+  echo "  (caf thread_change_pct: share of pingpong handlers that ran on another thread than the"
+  echo "  handler before; cross_thread_pct: share of messages handled on another thread than their"
+  echo "  sender's.)"
+fi
+
+if [[ $failures -gt 0 ]]; then
+  echo
+  echo "messaging_bench.sh: $failures run(s) FAILED; see the messages above" >&2
+  exit 1
+fi
