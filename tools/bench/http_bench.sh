@@ -342,6 +342,7 @@ for name in "${servers[@]}"; do bench "$name" 1 >/dev/null; done
 
 results="$tmp/results"
 : >"$results"
+disturbed=0
 echo "measuring: ${servers[*]}; $reps repetitions of ${duration} s, wrk -t1 -c$connections"
 for (( rep = 0; rep < reps; rep++ )); do
   order=("${servers[@]}")
@@ -355,6 +356,16 @@ for (( rep = 0; rep < reps; rep++ )); do
     if awk -v w="$wcpu" -v s="$scpu" 'BEGIN { exit !(w >= 95 && s < 90) }'; then
       echo "  WARNING: wrk used ${wcpu}% of its core while $name used ${scpu}%: wrk is the" \
            "bottleneck of this run, not $name"
+    fi
+    # Loopback softirq work is charged to the cores, not always to the processes: a few percent
+    # of difference is normal. More means that something else ran on the cores (the machine is
+    # shared), and the run measured that too.
+    if awk -v a="$wcore" -v b="$wcpu" -v c="$score" -v d="$scpu" \
+         'BEGIN { exit !(a - b > 20 || c - d > 20) }'; then
+      echo "  WARNING: the cores were busy beyond wrk's and $name's own time (CPU $wrk_cpu" \
+           "${wcore}% vs ${wcpu}%, CPU $server_cpu ${score}% vs ${scpu}%): other processes" \
+           "or interrupts disturbed this run"
+      disturbed=$(( disturbed + 1 ))
     fi
   done
 done
@@ -400,3 +411,6 @@ echo "median over the repetitions; the server's includes its child processes. Wh
 echo "time (/proc/stat, softirq included), median: $(for name in "${servers[@]}"; do
   read -r wc _ _ < <(column "$name" 5); read -r sc _ _ < <(column "$name" 6)
   printf '%s run: CPU %d %.0f%%, CPU %d %.0f%%; ' "$name" "$wrk_cpu" "$wc" "$server_cpu" "$sc"; done)"
+if [[ $disturbed -gt 0 ]]; then
+  echo "WARNING: $disturbed run(s) shared their cores with other work (see above); rerun on a quiet machine."
+fi

@@ -77,6 +77,7 @@ if [[ $quick -eq 1 ]]; then
   for t in "${tests[@]}"; do size[$t]=$(( size[$t] / 10 )); done
 fi
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 results="$tmp/results"  # lines: row impl rate seconds   (rate "n/a" or "FAILED")
@@ -190,7 +191,9 @@ echo
 echo "## Messaging benchmarks  $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 echo "machine: nproc $(nproc), ${cpu_model:-unknown CPU}, kernel $(uname -sr)"
-echo "libraries: libuv1 $(version_of libuv1-dev), CAF $(version_of libcaf-dev); load $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)"
+echo "libraries: libuv1 $(version_of libuv1-dev), CAF $(version_of libcaf-dev)"
+echo "load (1, 5, 15 min): $load_before before the run, $(cut -d' ' -f1-3 /proc/loadavg) after; the"
+echo "      benchmarks use both cores, so anything else running skews them"
 echo "runs: $reps repetitions per cell, each in a fresh process, order rotated per repetition; sizes:"
 echo "      $(for t in "${tests[@]}"; do printf '%s n=%s  ' "$t" "${size[$t]}"; done)"
 echo
