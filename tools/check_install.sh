@@ -6,17 +6,25 @@ cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --preset release >/dev/null
-cmake --build --preset release --target reheap_heap reheap_new_delete reheap-snap >/dev/null
+cmake --build --preset release --target reheap_heap reheap_new_delete reheap_runtime reheap-snap >/dev/null
 cmake --install build/release --prefix "$prefix/usr" >/dev/null
 mkdir -p "$prefix/consumer"
 cat > "$prefix/consumer/main.cpp" <<'CPP'
 #include <reheap/heap.h>
 #include <reheap/heap_scope.h>
 #include <string>
+#ifdef WITH_RUNTIME
+#include <reheap/message_allocator.h>
+#endif
 int main() {
   auto heap = reheap::Heap::create();
   reheap::HeapScope scope(*heap);
   auto* s = new std::string(100, 'x');
+#ifdef WITH_RUNTIME
+  void* m = reheap::MessageAllocator::allocate(64);
+  if (m == nullptr || reheap::Heap::owner_of(m) != nullptr) return 2;
+  reheap::MessageAllocator::deallocate(m);
+#endif
   return reheap::Heap::owner_of(s) == heap.get() ? 0 : 1;
 }
 CPP
@@ -25,7 +33,8 @@ cmake_minimum_required(VERSION 3.25)
 project(consumer CXX)
 find_package(reheap REQUIRED)
 add_executable(consumer main.cpp)
-target_link_libraries(consumer PRIVATE reheap::global_new)
+target_link_libraries(consumer PRIVATE reheap::global_new reheap::runtime)
+target_compile_definitions(consumer PRIVATE WITH_RUNTIME=1)
 CMAKE
 cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null

@@ -8,6 +8,7 @@ packages=(
   libuv1-dev libmsgpack-cxx-dev libgtest-dev libgmock-dev libbenchmark-dev
   libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev
   libxxhash-dev clang libclang-rt-14-dev valgrind
+  libcaf-dev wrk nginx-light util-linux
 )
 
 missing=()

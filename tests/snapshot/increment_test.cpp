@@ -348,5 +348,28 @@ TEST(SnapshotIncrement, CompactNeedsNoZone) {
   EXPECT_TRUE(check.succeeded()) << check.describe();
 }
 
+TEST(SnapshotIncrement, ASnapshotterWithTrackingOffWritesFullSnapshotsAndSaysWhy) {
+  TempDir dir;
+  HeapPtr heap = Heap::create();
+  {
+    HeapScope scope(*heap);
+    heap->set_root(new std::vector<int>(1000, 7));
+  }
+  Snapshotter snapshotter(*heap, WriteTracking::kOff);
+  EXPECT_EQ(snapshotter.tracking().rfind("none", 0), 0u) << snapshotter.tracking();
+  const SnapshotInfo first = snapshotter.save_increment(dir / "a.snap");
+  const SnapshotInfo second = snapshotter.save_increment(dir / "b.snap");
+  EXPECT_EQ(second.kind, SnapshotKind::kFull);
+  EXPECT_NE(second.fallback_reason.find("turned off"), std::string::npos) << second.fallback_reason;
+  EXPECT_EQ(first.pages_written, second.pages_written);
+  heap.reset();
+  HeapPtr back = restore(dir / "b.snap");
+  HeapScope scope(*back);
+  const auto* v = static_cast<std::vector<int>*>(back->root());
+  ASSERT_EQ(v->size(), 1000u);
+  EXPECT_EQ((*v)[999], 7);
+  delete v;
+}
+
 }  // namespace
 }  // namespace reheap::snaptest

@@ -49,9 +49,14 @@ struct SnapshotInfo {
 // Saves snapshots of one heap and tracks its writes between them. Keep one Snapshotter per heap
 // for as long as you take snapshots of it; destroy it before the heap (a destroyed heap makes
 // every later call throw kMisuse).
+// Whether a Snapshotter asks the kernel to track the heap's writes. kOff makes every save full:
+// what a holder of whole in-memory checkpoints wants, since tracking costs page-table pages and
+// splits the zone's mapping (about 30k tracked heaps fit under vm.max_map_count).
+enum class WriteTracking { kAuto, kOff };
+
 class Snapshotter {
  public:
-  explicit Snapshotter(Heap& heap);
+  explicit Snapshotter(Heap& heap, WriteTracking tracking = WriteTracking::kAuto);
   ~Snapshotter();
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;

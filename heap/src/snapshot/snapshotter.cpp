@@ -262,14 +262,18 @@ SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std
   return info;
 }
 
-Snapshotter::Snapshotter(Heap& heap) {
+Snapshotter::Snapshotter(Heap& heap, WriteTracking tracking) {
   HeapScope system(nullptr);
   state_ = std::make_unique<State>();
   state_->heap = detail::state(&heap);
   if (detail::zone().observer(state_->heap->id) != nullptr) {
     throw SnapshotError(SnapshotErrc::kMisuse, "Snapshotter: this heap already has a Snapshotter");
   }
-  state_->tracking_available = WriteTracker::available(&state_->tracking_why);
+  if (tracking == WriteTracking::kOff) {
+    state_->tracking_why = "turned off by the Snapshotter's owner";
+  } else {
+    state_->tracking_available = WriteTracker::available(&state_->tracking_why);
+  }
   detail::zone().set_observer(state_->heap->id, state_.get());
 }
 

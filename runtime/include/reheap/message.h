@@ -1,0 +1,212 @@
+// Messages: what reactors send each other, and how a value becomes one.
+//
+// A message is one block of the message allocator (message_allocator.h): an envelope header
+// (sender, receiver, type id, encoding, size) followed by the payload. The sending thread
+// allocates and fills it, the receiving thread reads and frees it; nothing of a message lives in
+// a reactor heap, so a snapshot never holds a message in flight.
+//
+// How a value of type T is encoded (MessageCodec<T>):
+//   - trivially copyable T: copied as bytes ("raw"). The receiver reads it in place, without
+//     decoding or copying (Message::view<T>, or a typed handler taking `const T&`).
+//   - anything else: msgpack-c (types with MSGPACK_DEFINE, the std containers, strings, ...).
+//     The receiver decodes it into its own heap, since decoding allocates with plain `new`.
+// A type can force msgpack with `static constexpr bool reheap_msgpack = true;`.
+//
+// The type id is a 64-bit hash of the type's name (or of `static constexpr std::string_view
+// reheap_message_name` when the type declares one), the same in every build of the program.
+//
+// Decoding never has undefined behaviour: a payload of the wrong size for a raw type, a malformed
+// msgpack buffer, trailing bytes, or a msgpack value of the wrong shape all raise MessageError
+// (Message::get) or report it (Message::try_get; typed handlers call Reactor::on_message_error).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <msgpack.hpp>
+
+#include "reheap/actor_ref.h"
+
+namespace reheap {
+
+// ---- type ids --------------------------------------------------------------------------------
+
+namespace detail {
+template <class T>
+constexpr std::string_view raw_type_name() noexcept {
+  // "... [with T = Name; ...]" (GCC) or "... [T = Name]" (Clang).
+  constexpr std::string_view f = __PRETTY_FUNCTION__;
+  constexpr std::size_t start = f.find("T = ") + 4;
+  constexpr std::size_t end = f.find_first_of(";]", start);
+  return f.substr(start, end - start);
+}
+
+constexpr std::uint64_t fnv1a(std::string_view s) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+template <class T>
+concept NamedMessage = requires { std::string_view{T::reheap_message_name}; };
+template <class T>
+concept ForcedMsgpack = requires { requires T::reheap_msgpack; };
+}  // namespace detail
+
+template <class T>
+constexpr std::string_view message_type_name() noexcept {
+  if constexpr (detail::NamedMessage<T>) {
+    return T::reheap_message_name;
+  } else {
+    return detail::raw_type_name<T>();
+  }
+}
+
+template <class T>
+constexpr std::uint64_t message_type_id() noexcept {
+  return detail::fnv1a(message_type_name<std::remove_cvref_t<T>>());
+}
+
+enum class Encoding : std::uint8_t { kRaw = 0, kMsgpack = 1, kSystem = 2 };
+
+template <class T>
+inline constexpr bool kRawMessage =
+    std::is_trivially_copyable_v<T> && !detail::ForcedMsgpack<T>;
+
+// ---- errors ----------------------------------------------------------------------------------
+
+// A message that could not be decoded as the type asked for.
+class MessageError : public std::runtime_error {
+ public:
+  MessageError(std::uint64_t type_id, std::string what)
+      : std::runtime_error(std::move(what)), type_id_(type_id) {}
+  std::uint64_t type_id() const noexcept { return type_id_; }
+
+ private:
+  std::uint64_t type_id_;
+};
+
+// What a send did. Sends never throw for a full mailbox or a missing receiver: they say so here.
+enum class SendResult : std::uint8_t {
+  kOk = 0,
+  kNoSuchReactor,   // the reference names no live reactor
+  kMailboxFull,     // the receiver's bounded mailbox rejects (OverflowPolicy::kReject)
+  kShuttingDown,    // the runtime no longer accepts work
+  kNoMemory,        // the message allocator is exhausted
+  kEncodeFailed,    // msgpack could not encode the value (it threw)
+};
+
+const char* to_string(SendResult r) noexcept;
+
+// ---- the envelope ----------------------------------------------------------------------------
+
+namespace detail {
+struct Envelope;
+}
+
+// A received message, valid for the duration of the handler it is given to.
+class Message {
+ public:
+  explicit Message(const detail::Envelope& e) noexcept : e_(&e) {}
+
+  std::uint64_t type_id() const noexcept;
+  Encoding encoding() const noexcept;
+  ActorRef sender() const noexcept;  // null when sent from outside any reactor
+  const void* data() const noexcept;
+  std::size_t size() const noexcept;
+
+  template <class T>
+  bool is() const noexcept {
+    return type_id() == message_type_id<T>();
+  }
+
+  // Zero-copy access to a raw payload; throws MessageError on a type or size mismatch.
+  template <class T>
+    requires kRawMessage<T>
+  const T& view() const {
+    check_raw(message_type_id<T>(), sizeof(T), alignof(T));
+    return *static_cast<const T*>(data());
+  }
+
+  // Decodes (raw: copies) the payload as T; throws MessageError if it is not a valid T.
+  template <class T>
+  T get() const {
+    if constexpr (kRawMessage<T>) {
+      return view<T>();
+    } else {
+      T value{};
+      decode_msgpack(message_type_id<T>(), [&value](const msgpack::object& o) { o.convert(value); });
+      return value;
+    }
+  }
+
+  template <class T>
+  std::optional<T> try_get(std::string* why = nullptr) const {
+    try {
+      return get<T>();
+    } catch (const MessageError& e) {
+      if (why != nullptr) *why = e.what();
+      return std::nullopt;
+    }
+  }
+
+ private:
+  void check_raw(std::uint64_t type_id, std::size_t size, std::size_t align) const;
+  template <class F>
+  void decode_msgpack(std::uint64_t type_id, F&& convert) const {
+    const msgpack::object_handle handle = unpack_checked(type_id);
+    try {
+      convert(handle.get());
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw_convert_error(type_id, e.what());
+    }
+  }
+  msgpack::object_handle unpack_checked(std::uint64_t type_id) const;
+  [[noreturn]] void throw_convert_error(std::uint64_t type_id, const char* what) const;
+
+  const detail::Envelope* e_;
+};
+
+// ---- encoding (used by Reactor::send and Runtime::send) -------------------------------------
+
+namespace detail {
+
+// Builds an envelope: allocates it from the message allocator and fills the payload. Returns null
+// with `*result` set when it cannot.
+Envelope* make_raw_envelope(std::uint64_t type_id, const void* data, std::size_t size,
+                            SendResult* result) noexcept;
+// msgpack: the value is packed into a per-thread scratch buffer (system memory), then copied
+// into an envelope of the exact size.
+msgpack::sbuffer& encode_scratch() noexcept;
+Envelope* make_envelope_from_scratch(std::uint64_t type_id, SendResult* result) noexcept;
+
+template <class T>
+Envelope* encode(const T& value, SendResult* result) noexcept {
+  using V = std::remove_cvref_t<T>;
+  if constexpr (kRawMessage<V>) {
+    return make_raw_envelope(message_type_id<V>(), &value, sizeof(V), result);
+  } else {
+    msgpack::sbuffer& buffer = encode_scratch();
+    try {
+      msgpack::pack(buffer, value);
+    } catch (...) {
+      *result = SendResult::kEncodeFailed;
+      return nullptr;
+    }
+    return make_envelope_from_scratch(message_type_id<V>(), result);
+  }
+}
+
+}  // namespace detail
+}  // namespace reheap

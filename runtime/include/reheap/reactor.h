@@ -1,0 +1,183 @@
+// Reactor: a single-threaded object that lives inside its own heap and reacts to events.
+//
+// Data model: a reactor is a user class derived from Reactor. Runtime::spawn creates a heap for
+// it, constructs it there with that heap current, and makes it the heap's root. Everything the
+// reactor allocates with plain `new` or the std containers while handling its events lands in
+// the same heap, because the runtime makes that heap current (HeapScope) for every call into the
+// reactor. A snapshot of the heap is therefore a snapshot of the reactor, and a restored heap
+// hands the reactor back through its root.
+//
+// Threading: a reactor runs on one worker thread at a time, one event at a time; its handlers
+// never run concurrently with each other. Between two events the runtime may snapshot it or move
+// it to another worker.
+//
+// Events arrive through the virtual hooks below, all called with the reactor's heap current:
+//   on_start        first, before any message
+//   on_message      a message (the default dispatches to the typed handlers registered with
+//                   handle<&R::fn>(); unmatched messages go to on_unhandled)
+//   on_timer        a timer started with start_timer fired
+//   on_accept / on_connect / on_data / on_closed    TCP (see below)
+//   on_restored     after a restore, before any other event
+//   on_stop         the reactor is stopping (stop(), Runtime::stop or shutdown)
+// The operations (send, start_timer, listen, ...) are valid only inside one of this reactor's
+// hooks, on its worker thread: elsewhere they throw std::logic_error. In particular, a
+// constructor must not send; do that in on_start.
+//
+// TCP: sockets belong to the reactor that opened or accepted them and are named by SocketId.
+// Reading starts at once; on_data gets a span into the worker's read buffer, valid during the
+// call (no copy is made between the kernel and the handler). write() tries to write at once and
+// copies only what the kernel did not take. Sockets are process resources: a snapshot does not
+// hold them; after a restore the reactor gets on_closed(id, connection_aborted) for each socket it
+// had, and a reactor with open sockets cannot move to another worker (Runtime::move refuses).
+//
+// Persistent state rule: the reactor's heap must not hold pointers to anything outside it other
+// than the program's own code and static data (vtables, functions, string literals), or the
+// snapshot would hold addresses that mean nothing after a restore.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "reheap/actor_ref.h"
+#include "reheap/message.h"
+
+namespace reheap {
+
+class Runtime;
+
+using TimerId = std::uint64_t;
+using SocketId = std::uint64_t;
+
+namespace detail {
+struct Cell;
+struct ReactorAccess;
+// The cell of the reactor whose hook is running on this thread, or null.
+Cell* current_cell() noexcept;
+SendResult send_envelope(Cell* from, ActorRef to, Envelope* e, SendResult encode_result) noexcept;
+}  // namespace detail
+
+class Reactor {
+ public:
+  Reactor();
+  virtual ~Reactor();
+  Reactor(const Reactor&) = delete;
+  Reactor& operator=(const Reactor&) = delete;
+
+  // ---- hooks ----
+  virtual void on_start() {}
+  virtual void on_message(const Message& message);
+  virtual void on_unhandled(const Message& message);  // default: counts it in ReactorStats
+  virtual void on_message_error(const MessageError& error);  // default: counts it
+  virtual void on_timer(TimerId) {}
+  virtual void on_accept(SocketId /*listener*/, SocketId /*connection*/) {}
+  virtual void on_connect(SocketId, std::error_code) {}
+  virtual void on_data(SocketId, std::span<const char>) {}
+  virtual void on_closed(SocketId, std::error_code) {}
+  virtual void on_restored() {}
+  virtual void on_stop() {}
+
+  // ---- operations ----
+  ActorRef self() const noexcept { return self_; }
+  Runtime& runtime() const;
+  int worker() const;  // the index of the worker running it
+
+  // Sends `value` to `to` (see message.h for the encoding). Per-sender FIFO: messages from one
+  // reactor to another arrive in the order they were sent.
+  template <class T>
+  SendResult send(ActorRef to, const T& value) {
+    detail::Cell* from = require_current("send");
+    SendResult result = SendResult::kOk;
+    detail::Envelope* e = detail::encode(value, &result);
+    return detail::send_envelope(from, to, e, result);
+  }
+
+  // Stops this reactor after the current hook returns (on_stop is called first).
+  void stop();
+
+  // Fires on_timer(id) after `delay`, then every `period` if it is not zero.
+  TimerId start_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period = {});
+  void cancel_timer(TimerId id);  // no-op for a timer that already fired or was cancelled
+
+  // TCP. Addresses are numeric IPv4 or IPv6 ("127.0.0.1", "::1"). Errors throw std::system_error.
+  // reuse_port lets several listeners (on several workers) share one port: the kernel spreads
+  // connections among them.
+  SocketId listen(const std::string& host, std::uint16_t port, bool reuse_port = false,
+                  int backlog = 511);
+  std::uint16_t local_port(SocketId socket) const;
+  SocketId connect(const std::string& host, std::uint16_t port);  // then on_connect
+  // False if the socket is closed or unknown. Data not written at once is copied and queued.
+  bool write(SocketId socket, std::span<const char> data);
+  void close(SocketId socket);  // then on_closed(socket, {}) ; pending writes are flushed first
+  void set_no_delay(SocketId socket, bool on);
+
+ protected:
+  // Registers `Fn`, a member function `void (R::*)(const T&)`, for messages of type T. Raw
+  // messages are passed in place; msgpack ones are decoded into this reactor's heap first, and a
+  // message that fails to decode goes to on_message_error instead.
+  template <auto Fn>
+  void handle() {
+    add_handler(Traits<decltype(Fn)>::type_id(), &Traits<decltype(Fn)>::template invoke<Fn>);
+  }
+
+ private:
+  friend struct detail::ReactorAccess;
+  using Thunk = void (*)(Reactor&, const Message&);
+  struct Handler {
+    std::uint64_t type_id;
+    Thunk thunk;
+  };
+  template <class F>
+  struct Traits;
+  template <class R, class T>
+  struct Traits<void (R::*)(const T&)> {
+    static constexpr std::uint64_t type_id() noexcept { return message_type_id<T>(); }
+    template <auto Fn>
+    static void invoke(Reactor& self, const Message& m) {
+      R& r = static_cast<R&>(self);
+      if constexpr (kRawMessage<T>) {
+        const T* value = nullptr;
+        try {
+          value = &m.view<T>();
+        } catch (const MessageError& e) {
+          self.on_message_error(e);
+          return;
+        }
+        (r.*Fn)(*value);
+      } else {
+        std::optional<T> value;
+        try {
+          value.emplace(m.get<T>());
+        } catch (const MessageError& e) {
+          self.on_message_error(e);
+          return;
+        }
+        (r.*Fn)(*value);
+      }
+    }
+  };
+
+  void add_handler(std::uint64_t type_id, Thunk thunk);
+  detail::Cell* require_current(const char* operation) const;
+
+  // Saved with the heap (the reactor lives in it); everything here must keep meaning across
+  // processes.
+  std::uint64_t magic_;
+  ActorRef self_;
+  std::vector<Handler> handlers_;
+  TimerId next_timer_ = 1;
+  SocketId next_socket_ = 1;
+  // Written by the runtime just before a snapshot, read back after a restore.
+  struct SavedTimer {
+    TimerId id;
+    std::int64_t due_in_ns;
+    std::int64_t period_ns;
+  };
+  std::vector<SavedTimer> saved_timers_;
+  std::vector<SocketId> saved_sockets_;
+};
+
+}  // namespace reheap

@@ -1,0 +1,179 @@
+// Runtime: worker threads, each running one libuv loop, and the reactors pinned to them.
+//
+// Data model: the runtime keeps one cell per reactor (process memory, never in a reactor heap):
+// its heap, its mailbox (a lock-free multi-producer queue of envelopes), its timers and sockets,
+// its statistics, and the worker it is pinned to. A reactor is scheduled on its worker when a
+// message reaches an empty mailbox; the worker runs ready reactors in FIFO order, each for a
+// batch of messages, between its I/O polls.
+//
+// Sending: every message goes through the receiver's mailbox, so per-sender FIFO order holds
+// whatever the threads: two messages from one sender (a reactor, or one outside thread) to one
+// receiver are handled in the order they were sent, also across a move of either of them.
+// Nothing is ordered between different senders. A send to a reactor on the sender's own worker
+// makes no system call: the receiver goes on the worker's local ready list. A send to another
+// worker pushes the receiver on that worker's lock-free run queue and, only if the worker sleeps,
+// wakes it through an eventfd watched by uv_poll (one wake-up covers every message sent until the
+// worker runs; Debian's libuv 1.44 uv_async_send is slow when threads share a CPU).
+//
+// Threads: Runtime's member functions may be called from any thread that is not one of its
+// workers, unless noted (the blocking ones would deadlock there and throw std::logic_error).
+// Reactors use the operations of Reactor instead, and runtime() for spawning.
+//
+// Shutdown (shutdown() or the destructor): new sends from outside and spawns are refused, the
+// listeners close, the reactors' mailboxes drain (up to drain_timeout: reactors may keep sending
+// each other messages), then every reactor gets on_stop and is destroyed with its heap, the
+// messages still in flight are freed, and the threads are joined.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "reheap/actor_ref.h"
+#include "reheap/heap.h"
+#include "reheap/heap_scope.h"
+#include "reheap/message.h"
+#include "reheap/program_layout.h"
+#include "reheap/reactor.h"
+#include "reheap/reactor_stats.h"
+#include "reheap/snapshot.h"
+#include "reheap/spawn_options.h"
+#include "reheap/supervision.h"
+
+namespace reheap {
+
+struct RuntimeConfig {
+  int workers = 0;  // 0: the number of CPUs
+  // Messages a reactor handles per turn before the worker moves to the next ready reactor.
+  std::uint32_t batch = 64;
+  // Before sleeping, a worker with no work polls its run queue this long (0: never spins).
+  // Spinning trades CPU for latency across threads.
+  std::chrono::microseconds spin{0};
+  std::chrono::milliseconds drain_timeout{5'000};
+  // Called on the failing reactor's worker thread, with no heap current. Must not block.
+  std::function<void(const ReactorFailed&)> on_failure{};
+};
+
+struct RuntimeStats {
+  std::size_t reactors = 0;
+  std::uint64_t messages_in_flight = 0;  // sent and not yet handled or dropped
+  std::uint64_t dead_letters = 0;        // dropped: the receiver stopped with them queued
+  std::uint64_t failures = 0;
+  std::uint64_t wakeups = 0;             // eventfd writes to sleeping workers
+};
+
+struct ReactorRestoreOptions {
+  int worker = kAnyWorker;
+  SpawnOptions spawn;  // mailbox, policy, supervisor, name of the restored reactor
+  LayoutCheck layout = LayoutCheck::kStrict;
+};
+
+namespace detail {
+class RuntimeImpl;
+class PendingReactor;  // a heap made for a reactor being spawned (see spawn)
+template <class... Args>
+inline constexpr bool kFirstIsSpawnOptions = false;
+template <class First, class... Rest>
+inline constexpr bool kFirstIsSpawnOptions<First, Rest...> =
+    std::is_same_v<std::remove_cvref_t<First>, SpawnOptions>;
+SendResult send_outside(RuntimeImpl* runtime, ActorRef to, Envelope* e,
+                        SendResult encode_result) noexcept;
+}  // namespace detail
+
+class Runtime {
+ public:
+  explicit Runtime(RuntimeConfig config = {});
+  ~Runtime();  // shutdown()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  int workers() const noexcept;
+
+  // Creates a heap, constructs R(args...) in it on the calling thread (the constructor's
+  // exceptions propagate, leaving nothing behind), and starts it on its worker: on_start runs
+  // there before any message. Callable from any thread, reactors included (runtime().spawn).
+  // Arguments are copied into the new heap by R's constructor; they must not point into another
+  // reactor's heap.
+  template <class R, class... Args>
+  ActorRef spawn(const SpawnOptions& options, Args&&... args) {
+    static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
+    detail::PendingReactor* pending = begin_spawn(options);
+    Reactor* reactor = nullptr;
+    try {
+      HeapScope scope(pending_heap(pending));
+      reactor = new R(std::forward<Args>(args)...);
+    } catch (...) {
+      abandon_spawn(pending, std::current_exception());
+      throw;
+    }
+    return finish_spawn(pending, reactor);
+  }
+  template <class R, class... Args>
+    requires(!detail::kFirstIsSpawnOptions<Args...>)
+  ActorRef spawn(Args&&... args) {
+    return spawn<R>(SpawnOptions{}, std::forward<Args>(args)...);
+  }
+
+  // From a thread outside the runtime (main, a test). Sender is null.
+  template <class T>
+  SendResult send(ActorRef to, const T& value) {
+    SendResult result = SendResult::kOk;
+    detail::Envelope* e = detail::encode(value, &result);
+    return detail::send_outside(impl_.get(), to, e, result);
+  }
+
+  // Asks the reactor to stop: it handles the messages sent to it before, then on_stop. Returns
+  // false if no such reactor lives.
+  bool stop(ActorRef ref);
+
+  // Blocks until the reactor is gone (or the timeout passes: false).
+  bool wait_stopped(ActorRef ref, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  bool alive(ActorRef ref) const noexcept;
+
+  // Blocks until no message is in flight and no reactor is ready (timers and sockets may still
+  // bring more). False on timeout.
+  bool wait_idle(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // Saves the reactor's heap to `file` between two of its events, without stopping other
+  // reactors (crash-safe, see snapshot.h). Blocking. The restart policy uses the newest file.
+  SnapshotInfo snapshot(ActorRef ref, const std::filesystem::path& file);
+  SnapshotInfo snapshot_increment(ActorRef ref, const std::filesystem::path& file);
+
+  // Restores a reactor saved with snapshot(), here or in another process of the same program,
+  // under its old ActorRef, and starts it: on_restored runs before any message. Throws
+  // SnapshotError for a bad file, std::runtime_error if the ActorRef is in use.
+  ActorRef restore(const std::filesystem::path& file, const ReactorRestoreOptions& options = {});
+
+  // Moves the reactor to another worker between two of its events; its mailbox, timers and
+  // reference come along. Blocking. Throws std::runtime_error if it has open sockets.
+  void move(ActorRef ref, int worker);
+
+  // The reactor's statistics, read on its worker between two events. Blocking. Throws
+  // std::runtime_error if no such reactor lives.
+  ReactorStats stats(ActorRef ref);
+  RuntimeStats stats() const noexcept;
+
+  void shutdown();
+
+  // The runtime whose worker is the calling thread, or null.
+  static Runtime* current() noexcept;
+
+ private:
+  detail::PendingReactor* begin_spawn(const SpawnOptions& options);
+  static Heap* pending_heap(detail::PendingReactor* p) noexcept;
+  // The constructor threw: the heap goes, unless the exception may still point into it.
+  void abandon_spawn(detail::PendingReactor* p, std::exception_ptr error) noexcept;
+  ActorRef finish_spawn(detail::PendingReactor* p, Reactor* reactor);
+
+  std::unique_ptr<detail::RuntimeImpl> impl_;
+};
+
+}  // namespace reheap

@@ -1,0 +1,58 @@
+// How a reactor is started: its mailbox bound, its supervision policy, where it runs.
+//
+// Mailboxes: unbounded by default. A bounded mailbox (capacity > 0) applies its overflow policy
+// when a send finds it full:
+//   kReject      the send fails with SendResult::kMailboxFull; the receiver never sees it. The
+//                bound is exact: at most `capacity` messages wait at any moment.
+//   kDropOldest  the send succeeds; before handling each message the receiver drops its oldest
+//                waiting messages until `capacity` remain, counting them in
+//                ReactorStats::dropped. Until then the queue may hold more than `capacity`
+//                (senders never wait for the receiver), so this bounds what the receiver
+//                processes, not memory in flight. A stop request is never dropped.
+//
+// Supervision: an exception escaping a handler (including std::bad_alloc from a heap at its
+// limit, and MessageError from Message::get) never leaves the worker thread. The runtime reports
+// a Failure to the RuntimeConfig::on_failure callback and to the `supervisor` reactor (as a
+// ReactorFailed message), then applies the policy:
+//   kStop     the reactor is stopped (on_stop is not called: its state is suspect) and its
+//             heap destroyed.
+//   kRestart  the reactor is restored from its last snapshot: the last Runtime::snapshot file
+//             taken of it, else the checkpoint the runtime took of it in memory right after
+//             on_start. It keeps its ActorRef and its mailbox (the message that failed is not
+//             delivered again) and gets on_restored(). After `max_restarts` restarts within
+//             `restart_window` it is stopped instead.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "reheap/actor_ref.h"
+#include "reheap/heap.h"
+
+namespace reheap {
+
+enum class OverflowPolicy : std::uint8_t { kReject, kDropOldest };
+
+struct MailboxConfig {
+  std::uint32_t capacity = 0;  // 0: unbounded
+  OverflowPolicy overflow = OverflowPolicy::kReject;
+};
+
+enum class SupervisionPolicy : std::uint8_t { kStop, kRestart };
+
+inline constexpr int kAnyWorker = -1;
+
+struct SpawnOptions {
+  std::string name;                  // for reports and statistics
+  int worker = kAnyWorker;           // worker thread index, or round robin
+  MailboxConfig mailbox;
+  SupervisionPolicy policy = SupervisionPolicy::kStop;
+  int max_restarts = 5;
+  std::chrono::milliseconds restart_window{10'000};
+  ActorRef supervisor;               // receives ReactorFailed messages (optional)
+  std::size_t heap_limit = kUnlimited;  // HeapConfig::limit_bytes of the reactor's heap
+};
+
+}  // namespace reheap

@@ -1,0 +1,40 @@
+// Envelope: the header of every message, followed by its payload, in one block of the message
+// allocator. The sending thread writes it whole before publishing it (Mailbox::push releases it),
+// the receiving thread reads it and frees it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "reheap/actor_ref.h"
+#include "reheap/message.h"
+
+namespace reheap::detail {
+
+// System messages: the runtime's own requests, ordered with the user's in the mailbox.
+enum class SystemMessage : std::uint64_t { kStop = 1 };
+
+struct Envelope {
+  Envelope* next;            // the mailbox's link (see mailbox.h)
+  std::uint64_t receiver;    // ActorRef value: a recycled cell drops what was not meant for it
+  std::uint64_t sender;      // ActorRef value, 0 from outside
+  std::uint64_t type_id;     // message_type_id<T>, or SystemMessage for kSystem
+  std::uint32_t size;        // payload bytes
+  Encoding encoding;
+  std::uint8_t reserved[3];
+  std::uint64_t reserved2;
+
+  void* payload() noexcept { return this + 1; }
+  const void* payload() const noexcept { return this + 1; }
+};
+static_assert(sizeof(Envelope) == 48 && sizeof(Envelope) % 16 == 0,
+              "the payload must start 16-byte aligned");
+
+// Allocates an envelope for `size` payload bytes (null when the message allocator is exhausted)
+// and frees one.
+Envelope* allocate_envelope(std::size_t size) noexcept;
+void free_envelope(Envelope* e) noexcept;
+Envelope* make_system_envelope(SystemMessage what) noexcept;
+
+}  // namespace reheap::detail

@@ -1,0 +1,29 @@
+// ReactorAccess: the runtime's door to the fields Reactor keeps in its heap for the runtime (its
+// reference, id counters, and the timers and sockets recorded at snapshot time).
+#pragma once
+
+#include <cstdint>
+
+#include "reheap/reactor.h"
+
+namespace reheap::detail {
+
+// Written into every Reactor at construction; a restored root that lacks it is not a reactor.
+inline constexpr std::uint64_t kReactorMagic = 0x5245414354524852ull;  // "RHRTCAER"
+
+struct ReactorAccess {
+  using SavedTimer = Reactor::SavedTimer;
+  static std::uint64_t& magic(Reactor& r) noexcept { return r.magic_; }
+  static ActorRef& self(Reactor& r) noexcept { return r.self_; }
+  static TimerId next_timer(Reactor& r) noexcept { return r.next_timer_++; }
+  static SocketId next_socket(Reactor& r) noexcept { return r.next_socket_++; }
+  static std::vector<Reactor::SavedTimer>& saved_timers(Reactor& r) noexcept {
+    return r.saved_timers_;
+  }
+  static std::vector<SocketId>& saved_sockets(Reactor& r) noexcept { return r.saved_sockets_; }
+  static const std::vector<Reactor::Handler>& handlers(const Reactor& r) noexcept {
+    return r.handlers_;
+  }
+};
+
+}  // namespace reheap::detail

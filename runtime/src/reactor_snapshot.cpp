@@ -1,0 +1,133 @@
+// Snapshots of live reactors (see reactor_snapshot.h).
+#include "reactor_snapshot.h"
+
+#include <system_error>
+
+#include "reactor_access.h"
+#include "reactor_scope.h"
+#include "reheap/byte_stream.h"
+#include "reheap/heap_scope.h"
+#include "tcp.h"
+#include "timer_service.h"
+#include "worker.h"
+
+namespace reheap::detail {
+namespace {
+
+// Writes the runtime-side state into the reactor's heap.
+void record_outside_state(Cell* c) {
+  ReactorScope scope(c);
+  record_timers(c);
+  record_sockets(c);
+}
+
+void clear_outside_state(Cell* c) {
+  ReactorScope scope(c);
+  ReactorAccess::saved_timers(*c->reactor).clear();
+  ReactorAccess::saved_sockets(*c->reactor).clear();
+}
+
+}  // namespace
+
+SnapshotInfo save_reactor(Cell* c, const std::filesystem::path& file, bool increment) {
+  HeapScope system(nullptr);
+  if (!c->snapshotter || !c->snapshotter_tracks) {
+    c->snapshotter.reset();  // a checkpoint-only Snapshotter (no tracking) makes way
+    c->snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kAuto);
+    c->snapshotter_tracks = true;
+  }
+  record_outside_state(c);
+  SnapshotInfo info;
+  try {
+    info = increment ? c->snapshotter->save_increment(file) : c->snapshotter->save(file);
+  } catch (...) {
+    clear_outside_state(c);
+    throw;
+  }
+  clear_outside_state(c);
+  c->last_snapshot = std::filesystem::absolute(file);
+  c->checkpoint.clear();
+  c->checkpoint.shrink_to_fit();
+  return info;
+}
+
+void take_checkpoint(Cell* c) {
+  HeapScope system(nullptr);
+  if (!c->snapshotter) {
+    c->snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kOff);
+    c->snapshotter_tracks = false;
+  }
+  record_outside_state(c);
+  c->checkpoint.clear();
+  VectorSink sink(c->checkpoint);
+  c->snapshotter->write(sink);
+  clear_outside_state(c);
+}
+
+Reactor* reactor_of(Heap& heap, const std::filesystem::path& file) {
+  void* root = heap.root();
+  if (root == nullptr || !heap.owns(root)) {
+    throw SnapshotError(SnapshotErrc::kCorrupt, file.string() + ": the heap's root is not a reactor (not a Runtime::snapshot file?)");
+  }
+  auto* r = static_cast<Reactor*>(root);
+  if (ReactorAccess::magic(*r) != kReactorMagic) {
+    throw SnapshotError(SnapshotErrc::kCorrupt, file.string() + ": the heap's root is not a reactor (not a Runtime::snapshot file?)");
+  }
+  return r;
+}
+
+void restore_in_place(Cell* c) {
+  HeapScope system(nullptr);
+  const ActorRef ref = c->ref();
+  Worker& w = *c->worker.load(std::memory_order_relaxed);
+  close_timers(w, c);
+  close_sockets(w, c);
+  // The failed reactor's state is suspect: no destructor runs; its heap goes whole.
+  c->reactor = nullptr;
+  c->snapshotter.reset();
+  c->heap.reset();
+  HeapPtr heap;
+  std::filesystem::path from = c->last_snapshot;
+  if (!from.empty()) {
+    heap = restore(from);
+  } else if (!c->checkpoint.empty()) {
+    MemorySource source(c->checkpoint.data(), c->checkpoint.size());
+    from = "<checkpoint in memory>";
+    heap = restore(source);
+  } else {
+    throw SnapshotError(SnapshotErrc::kMisuse,
+                        "no snapshot to restart from (on_start failed before the checkpoint)");
+  }
+  Reactor* r = reactor_of(*heap, from);
+  if (ReactorAccess::self(*r) != ref) {
+    throw SnapshotError(SnapshotErrc::kCorrupt,
+                        from.string() + ": the snapshot holds another reactor than the one restarting");
+  }
+  c->heap = std::move(heap);
+  c->reactor = r;
+  if (!c->last_snapshot.empty()) {
+    c->snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kAuto);
+    c->snapshotter_tracks = true;
+    c->snapshotter->attach(c->last_snapshot);
+  }
+  c->restored = true;
+  c->started = false;
+}
+
+void start_restored(Worker& w, Cell* c) {
+  restart_recorded_timers(w, c);
+  std::vector<SocketId> sockets;
+  {
+    HeapScope system(nullptr);
+    sockets = ReactorAccess::saved_sockets(*c->reactor);
+  }
+  clear_outside_state(c);
+  for (SocketId id : sockets) {
+    w.invoke(c, "on_closed", [id](Reactor& r) {
+      r.on_closed(id, std::make_error_code(std::errc::connection_aborted));
+    });
+  }
+  w.invoke(c, "on_restored", [](Reactor& r) { r.on_restored(); });
+}
+
+}  // namespace reheap::detail

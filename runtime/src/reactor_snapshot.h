@@ -1,0 +1,31 @@
+// Snapshots of live reactors: what the runtime adds to heap snapshots (snapshot.h).
+//
+// A reactor's snapshot is its heap's snapshot. Before saving, the runtime writes into the
+// reactor (so into the heap) what lives outside it: the timers with the time they have left,
+// and the ids of its open sockets. After a restore it re-arms those timers, reports each socket
+// closed (sockets do not survive a process), and calls on_restored, before any message.
+#pragma once
+
+#include <filesystem>
+
+#include "cell.h"
+#include "reheap/snapshot.h"
+
+namespace reheap::detail {
+
+class Worker;
+
+// Worker thread, between two events of c.
+SnapshotInfo save_reactor(Cell* c, const std::filesystem::path& file, bool increment);
+// Worker thread: the in-memory checkpoint that kRestart falls back on.
+void take_checkpoint(Cell* c);
+// Worker thread: replaces c's reactor by its last snapshot (file, else checkpoint), in place.
+// Throws what restore throws; c then has no heap and no reactor.
+void restore_in_place(Cell* c);
+// Worker thread: the first hooks of a restored reactor.
+void start_restored(Worker& w, Cell* c);
+// The reactor a restored heap holds, checked: throws SnapshotError(kCorrupt) if its root is not
+// one.
+Reactor* reactor_of(Heap& heap, const std::filesystem::path& file);
+
+}  // namespace reheap::detail

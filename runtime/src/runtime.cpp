@@ -1,0 +1,411 @@
+// Runtime: starting and stopping workers, spawning, and the blocking requests that run on a
+// reactor's worker between two of its events (snapshot, move, stats).
+#include "reheap/runtime.h"
+
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+#include "reactor_access.h"
+#include "reactor_snapshot.h"
+#include "runtime_impl.h"
+#include "tcp.h"
+#include "timer_service.h"
+#include "worker.h"
+
+namespace reheap {
+
+namespace detail {
+
+class PendingReactor {
+ public:
+  HeapPtr heap;
+  SpawnOptions options;
+};
+
+RuntimeImpl::RuntimeImpl(Runtime& runtime, RuntimeConfig cfg) : owner(runtime), config(std::move(cfg)) {
+  int n = config.workers;
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  if (n <= 0) n = 1;
+  for (int i = 0; i < n; ++i) workers.push_back(std::make_unique<Worker>(*this, i));
+}
+
+RuntimeImpl::~RuntimeImpl() {
+  for (auto& [heap, error] : failed_spawns) {
+    {
+      HeapScope scope(*heap);
+      error = nullptr;  // if this was the last reference, the exception frees into its heap
+    }
+    heap.reset();
+  }
+}
+
+Worker& RuntimeImpl::pick_worker(int requested) {
+  const int n = static_cast<int>(workers.size());
+  if (requested == kAnyWorker) {
+    return *workers[next_worker.fetch_add(1, std::memory_order_relaxed) % static_cast<unsigned>(n)];
+  }
+  if (requested < 0 || requested >= n) {
+    throw std::out_of_range("reheap: worker " + std::to_string(requested) + " does not exist (" +
+                            std::to_string(n) + " workers)");
+  }
+  return *workers[static_cast<std::size_t>(requested)];
+}
+
+std::uint64_t RuntimeImpl::in_flight() const noexcept {
+  std::uint64_t consumed = external_consumed.load(std::memory_order_seq_cst);
+  for (const auto& w : workers) consumed += w->consumed.load(std::memory_order_seq_cst);
+  std::uint64_t sent = external_sent.load(std::memory_order_seq_cst);
+  for (const auto& w : workers) sent += w->sent.load(std::memory_order_seq_cst);
+  return sent - consumed;
+}
+
+void RuntimeImpl::require_outside_workers(const char* operation) const {
+  Worker* here = Worker::current();
+  if (here != nullptr && &here->runtime() == this) {
+    HeapScope system(nullptr);
+    throw std::logic_error(std::string("reheap::Runtime::") + operation +
+                           " blocks; it cannot be called on a worker thread of the runtime");
+  }
+}
+
+void RuntimeImpl::on_reactor_worker(ActorRef ref, const char* operation,
+                                    const std::function<void(Cell*)>& f) {
+  HeapScope system(nullptr);
+  require_outside_workers(operation);
+  Cell* c = cells.find(ref);
+  if (c == nullptr) {
+    throw std::runtime_error(std::string("reheap::Runtime::") + operation + ": no reactor " +
+                             std::to_string(ref.value()));
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> result = done->get_future();
+  // The command follows the cell if it moves before the command runs.
+  struct Request {
+    RuntimeImpl* rt;
+    ActorRef ref;
+    const char* operation;
+    const std::function<void(Cell*)>* f;
+    std::shared_ptr<std::promise<void>> done;
+    void run() const {
+      Cell* c = rt->cells.find(ref);
+      if (c == nullptr) {
+        done->set_exception(std::make_exception_ptr(std::runtime_error(
+            std::string("reheap::Runtime::") + operation + ": the reactor stopped")));
+        return;
+      }
+      Worker* w = c->worker.load(std::memory_order_acquire);
+      if (!w->on_this_thread()) {
+        Request next = *this;
+        w->post([next] { next.run(); });
+        return;
+      }
+      try {
+        (*f)(c);
+        done->set_value();
+      } catch (...) {
+        done->set_exception(std::current_exception());
+      }
+    }
+  };
+  Request request{this, ref, operation, &f, done};
+  c->worker.load(std::memory_order_acquire)->post([request] { request.run(); });
+  result.get();
+}
+
+void RuntimeImpl::shutdown() {
+  HeapScope system(nullptr);
+  if (shut_down) return;
+  shut_down = true;
+  accepting.store(false);
+  // 1. Stop accepting connections.
+  for (auto& w : workers) {
+    Worker* worker = w.get();
+    worker->post([worker] {
+      for (Cell* c : worker->cells()) close_listeners(*worker, c);
+    });
+  }
+  // 2. Drain what is in flight (reactors may keep messaging each other: bounded by the timeout).
+  owner.wait_idle(config.drain_timeout);
+  // 3. Stop every reactor; a reactor that was moving reaches its new worker and is stopped there.
+  stopping_all.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (cells.live() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::vector<std::future<void>> rounds;
+    for (auto& w : workers) {
+      auto done = std::make_shared<std::promise<void>>();
+      rounds.push_back(done->get_future());
+      Worker* worker = w.get();
+      worker->post([worker, done] {
+        const std::vector<Cell*> live = worker->cells();
+        for (Cell* c : live) worker->request_stop(c, true);
+        done->set_value();
+      });
+    }
+    for (auto& f : rounds) f.get();
+    std::unique_lock lock(stop_mutex);
+    stop_cv.wait_for(lock, std::chrono::milliseconds(10), [this] { return cells.live() == 0; });
+  }
+  // 4. Stop the loops and join.
+  for (auto& w : workers) {
+    Worker* worker = w.get();
+    worker->post([worker] { uv_stop(worker->loop()); });
+  }
+  for (auto& w : workers) w->join();
+  // 5. Messages that raced with the stops wait in parked cells: free them.
+  cells.for_each([this](Cell* c) {
+    while (Envelope* e = c->mailbox.pop()) {
+      c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
+      free_envelope(e);
+      dead_letters.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+}
+
+}  // namespace detail
+
+using detail::Cell;
+using detail::RuntimeImpl;
+using detail::Worker;
+
+Runtime::Runtime(RuntimeConfig config) {
+  HeapScope system(nullptr);
+  impl_ = std::make_unique<RuntimeImpl>(*this, std::move(config));
+  for (auto& w : impl_->workers) w->start();
+}
+
+Runtime::~Runtime() {
+  shutdown();
+  HeapScope system(nullptr);
+  impl_.reset();
+}
+
+int Runtime::workers() const noexcept { return static_cast<int>(impl_->workers.size()); }
+
+Runtime* Runtime::current() noexcept {
+  Worker* w = Worker::current();
+  return w != nullptr ? &w->runtime().owner : nullptr;
+}
+
+detail::PendingReactor* Runtime::begin_spawn(const SpawnOptions& options) {
+  HeapScope system(nullptr);
+  if (!impl_->accepting.load() && Worker::current() == nullptr) {
+    throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
+  }
+  if (impl_->stopping_all.load()) {
+    throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
+  }
+  if (options.worker != kAnyWorker && (options.worker < 0 || options.worker >= workers())) {
+    throw std::out_of_range("reheap::Runtime::spawn: no worker " + std::to_string(options.worker));
+  }
+  auto pending = std::make_unique<detail::PendingReactor>();
+  pending->options = options;
+  pending->heap = Heap::create(HeapConfig{options.heap_limit});
+  return pending.release();
+}
+
+Heap* Runtime::pending_heap(detail::PendingReactor* p) noexcept { return p->heap.get(); }
+
+void Runtime::abandon_spawn(detail::PendingReactor* p, std::exception_ptr error) noexcept {
+  HeapScope system(nullptr);
+  std::unique_ptr<detail::PendingReactor> pending(p);
+  // The unwinding freed the reactor and its members; what is still alive in the heap belongs to
+  // the exception on its way to the caller (or leaked from the constructor). Destroying the heap
+  // now would leave that exception dangling, so such a heap is kept (see failed_spawns).
+  if (pending->heap->stats().live_bytes == 0) return;  // the heap goes with `pending`
+  try {
+    std::lock_guard lock(impl_->failed_spawns_mutex);
+    impl_->failed_spawns.emplace_back(std::move(pending->heap), std::move(error));
+  } catch (...) {
+    // Out of memory for the list: keep the heap alive regardless (a leak, never a dangling
+    // exception).
+    static_cast<void>(pending->heap.release());
+  }
+}
+
+namespace {
+
+// Fills a fresh cell and hands it to its worker (which runs the start hooks first).
+ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
+                 const SpawnOptions& options, ActorRef ref, bool restored) {
+  Worker& w = rt.pick_worker(options.worker);
+  c->heap = std::move(heap);
+  c->reactor = reactor;
+  c->options = options;
+  c->state = detail::CellState::kLive;
+  c->started = false;
+  c->restored = restored;
+  c->failed = false;
+  c->graceful_stop = true;
+  c->move_to = nullptr;
+  c->arriving = false;
+  c->stats = ReactorStats{};
+  c->high_water = 0;
+  c->capacity.store(options.mailbox.capacity, std::memory_order_relaxed);
+  c->reject_when_full.store(options.mailbox.overflow == OverflowPolicy::kReject,
+                            std::memory_order_relaxed);
+  c->rejected.store(0, std::memory_order_relaxed);
+  c->worker.store(&w, std::memory_order_relaxed);
+  Worker* here = Worker::current();
+  rt.count_sent(here != nullptr && &here->runtime() == &rt ? here : nullptr);  // the start
+  c->id.store(ref.value(), std::memory_order_release);
+  // The cell is still "scheduled" from its parked state: the queue is ours to push it on.
+  w.schedule(c);
+  return ref;
+}
+
+}  // namespace
+
+ActorRef Runtime::finish_spawn(detail::PendingReactor* p, Reactor* reactor) {
+  HeapScope system(nullptr);
+  std::unique_ptr<detail::PendingReactor> pending(p);
+  std::uint64_t dead = 0;
+  Cell* c = impl_->cells.acquire(&dead);  // throws when full: the pending heap goes
+  impl_->external_consumed.fetch_add(dead, std::memory_order_relaxed);
+  impl_->dead_letters.fetch_add(dead, std::memory_order_relaxed);
+  const ActorRef ref((static_cast<std::uint64_t>(c->generation) << 32) | c->slot);
+  detail::ReactorAccess::self(*reactor) = ref;
+  pending->heap->set_root(reactor);
+  return publish(*impl_, c, std::move(pending->heap), reactor, pending->options, ref, false);
+}
+
+bool Runtime::stop(ActorRef ref) {
+  return detail::send_system(*impl_, ref, detail::SystemMessage::kStop) == SendResult::kOk;
+}
+
+bool Runtime::alive(ActorRef ref) const noexcept { return impl_->cells.find(ref) != nullptr; }
+
+bool Runtime::wait_stopped(ActorRef ref, std::chrono::milliseconds timeout) {
+  impl_->require_outside_workers("wait_stopped");  // a reactor stops on a worker
+  std::unique_lock lock(impl_->stop_mutex);
+  return impl_->stop_cv.wait_for(lock, timeout, [&] { return !alive(ref); });
+}
+
+bool Runtime::wait_idle(std::chrono::milliseconds timeout) {
+  // On a worker, the message being handled is itself in flight: the wait could never succeed.
+  impl_->require_outside_workers("wait_idle");
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (impl_->in_flight() == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+SnapshotInfo Runtime::snapshot(ActorRef ref, const std::filesystem::path& file) {
+  SnapshotInfo info;
+  impl_->on_reactor_worker(ref, "snapshot",
+                           [&](Cell* c) { info = detail::save_reactor(c, file, false); });
+  return info;
+}
+
+SnapshotInfo Runtime::snapshot_increment(ActorRef ref, const std::filesystem::path& file) {
+  SnapshotInfo info;
+  impl_->on_reactor_worker(ref, "snapshot_increment",
+                           [&](Cell* c) { info = detail::save_reactor(c, file, true); });
+  return info;
+}
+
+ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestoreOptions& options) {
+  HeapScope system(nullptr);
+  if (!impl_->accepting.load()) {
+    throw std::runtime_error("reheap::Runtime::restore: the runtime is shutting down");
+  }
+  RestoreOptions heap_options;
+  heap_options.layout = options.layout;
+  HeapPtr heap = reheap::restore(file, heap_options);
+  Reactor* reactor = detail::reactor_of(*heap, file);
+  const ActorRef ref = detail::ReactorAccess::self(*reactor);
+  std::uint64_t dead = 0;
+  Cell* c = impl_->cells.acquire_exact(ref, &dead);
+  if (c == nullptr) {
+    throw std::runtime_error("reheap::Runtime::restore: " + file.string() + ": reactor " +
+                             std::to_string(ref.value()) + " is alive in this runtime");
+  }
+  impl_->external_consumed.fetch_add(dead, std::memory_order_relaxed);
+  impl_->dead_letters.fetch_add(dead, std::memory_order_relaxed);
+  SpawnOptions spawn = options.spawn;
+  if (options.worker != kAnyWorker) spawn.worker = options.worker;
+  try {
+    c->snapshotter = std::make_unique<Snapshotter>(*heap, WriteTracking::kAuto);
+    c->snapshotter_tracks = true;
+    c->snapshotter->attach(file);
+    c->last_snapshot = std::filesystem::absolute(file);
+  } catch (...) {
+    c->snapshotter.reset();
+    c->last_snapshot.clear();
+    impl_->cells.release(c);
+    throw;
+  }
+  return publish(*impl_, c, std::move(heap), reactor, spawn, ref, true);
+}
+
+void Runtime::move(ActorRef ref, int worker) {
+  Worker& to = impl_->pick_worker(worker);
+  impl_->on_reactor_worker(ref, "move", [&to](Cell* c) {
+    if (detail::has_sockets(c)) {
+      throw std::runtime_error(
+          "reheap::Runtime::move: the reactor has open sockets, which belong to its worker's "
+          "loop; close them first");
+    }
+    Worker* here = c->worker.load(std::memory_order_relaxed);
+    if (here == &to && c->move_to == nullptr) return;
+    c->move_to = &to;
+    if (c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) here->schedule(c);
+  });
+}
+
+ReactorStats Runtime::stats(ActorRef ref) {
+  ReactorStats s;
+  impl_->on_reactor_worker(ref, "stats", [&s](Cell* c) {
+    s = c->stats;
+    s.worker = c->worker.load(std::memory_order_relaxed)->index();
+    const std::uint32_t length = c->mailbox.length.load(std::memory_order_relaxed);
+    s.queue_length = length;
+    s.queue_high_water = std::max(c->high_water, length);
+    s.rejected = c->rejected.load(std::memory_order_relaxed);
+    if (c->heap) {
+      const HeapStats h = c->heap->stats();
+      s.heap_committed_bytes = h.committed_bytes;
+      s.heap_live_bytes = h.live_bytes;
+    }
+  });
+  return s;
+}
+
+RuntimeStats Runtime::stats() const noexcept {
+  RuntimeStats s;
+  s.reactors = impl_->cells.live();
+  s.messages_in_flight = impl_->in_flight();
+  s.dead_letters = impl_->dead_letters.load(std::memory_order_relaxed);
+  s.failures = impl_->failures.load(std::memory_order_relaxed);
+  for (const auto& w : impl_->workers) s.wakeups += w->wakeups.load(std::memory_order_relaxed);
+  return s;
+}
+
+void Runtime::shutdown() {
+  if (!impl_) return;
+  // Shutdown joins the workers, so it cannot run on one (from ~Runtime on a worker, this ends the
+  // program, which is better than a deadlock).
+  impl_->require_outside_workers("shutdown");
+  impl_->shutdown();
+}
+
+const char* to_string(FailureKind k) noexcept {
+  switch (k) {
+    case FailureKind::kException: return "exception";
+    case FailureKind::kOutOfMemory: return "out of memory";
+    case FailureKind::kRestoreFailed: return "restore failed";
+  }
+  return "unknown";
+}
+
+const char* to_string(FailureAction a) noexcept {
+  switch (a) {
+    case FailureAction::kStopped: return "stopped";
+    case FailureAction::kRestarted: return "restarted";
+  }
+  return "unknown";
+}
+
+}  // namespace reheap

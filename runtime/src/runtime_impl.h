@@ -1,0 +1,85 @@
+// RuntimeImpl: what Runtime's handle points to: the workers, the cell table, and the counters
+// that tell when the runtime is idle.
+//
+// Idle detection without a shared hot counter: every send increments a counter owned by the
+// sending thread (its worker's, or `external_sent` for outside threads), every handled or dropped
+// message increments its worker's `consumed` (after the handler, so messages it sent are counted
+// first). wait_idle reads all `consumed` counters, then all `sent` ones; equal sums mean nothing
+// was in flight at the moment of the first read (consumed(t1) <= sent(t1) <= sent(t2)). Spawns and
+// restores count as one message each, consumed when the reactor's start hooks have run.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "cell.h"
+#include "reheap/runtime.h"
+#include "worker.h"
+
+namespace reheap::detail {
+
+class RuntimeImpl {
+ public:
+  RuntimeImpl(Runtime& owner, RuntimeConfig config);
+  ~RuntimeImpl();
+
+  Runtime& owner;
+  const RuntimeConfig config;
+  CellTable cells;
+  std::vector<std::unique_ptr<Worker>> workers;
+
+  std::atomic<bool> accepting{true};          // outside sends and spawns
+  std::atomic<bool> stopping_all{false};      // shutdown's final phase: reactor sends refused
+  std::atomic<std::uint64_t> external_sent{0};
+  std::atomic<std::uint64_t> external_consumed{0};  // dead letters found when reusing a cell
+  std::atomic<std::uint64_t> dead_letters{0};
+  std::atomic<std::uint64_t> failures{0};
+  std::atomic<std::uint32_t> next_worker{0};
+  bool shut_down = false;
+
+  // Heaps of spawns whose constructor threw while something still lived in them: the exception's
+  // own data, such as std::runtime_error's message, is allocated there (the constructor runs with
+  // the new heap current). Each is kept with a reference to its exception until the runtime is
+  // destroyed, which then releases the exception with the heap current and destroys the heap.
+  std::mutex failed_spawns_mutex;
+  std::vector<std::pair<HeapPtr, std::exception_ptr>> failed_spawns;
+
+  // Reactors that stopped, for wait_stopped.
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  void notify_stopped() {
+    std::lock_guard lock(stop_mutex);
+    stop_cv.notify_all();
+  }
+
+  Worker& pick_worker(int requested);
+  std::uint64_t in_flight() const noexcept;
+  void count_sent(Worker* w) noexcept {
+    (w != nullptr ? w->sent : external_sent).fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // Throws std::logic_error if the calling thread is one of this runtime's workers: `operation`
+  // blocks until workers do something, which a worker waiting for it never would.
+  void require_outside_workers(const char* operation) const;
+
+  // Runs `f` on the worker of `ref`'s cell, between two of its events, and waits for it. Throws
+  // std::runtime_error("no such reactor") if it is gone, std::logic_error on a worker thread.
+  void on_reactor_worker(ActorRef ref, const char* operation, const std::function<void(Cell*)>& f);
+
+  void shutdown();
+};
+
+SendResult send_system(RuntimeImpl& rt, ActorRef to, SystemMessage what) noexcept;
+
+// The runtime a cell belongs to, via its worker.
+inline RuntimeImpl& runtime_of(Cell* c) noexcept {
+  return c->worker.load(std::memory_order_relaxed)->runtime();
+}
+
+}  // namespace reheap::detail

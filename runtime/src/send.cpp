@@ -1,0 +1,67 @@
+// Sending: from a reactor or from outside, to a mailbox, scheduling the receiver (see
+// runtime.h for the ordering promise and cell.h for the scheduling handshake).
+#include "envelope.h"
+#include "reheap/runtime.h"
+#include "runtime_impl.h"
+#include "worker.h"
+
+namespace reheap::detail {
+namespace {
+
+SendResult deliver(RuntimeImpl& rt, Cell* from, ActorRef to, Envelope* e) noexcept {
+  Cell* target = rt.cells.find(to);
+  if (target == nullptr) [[unlikely]] {
+    free_envelope(e);
+    return SendResult::kNoSuchReactor;
+  }
+  e->receiver = to.value();
+  e->sender = from != nullptr ? from->id.load(std::memory_order_relaxed) : 0;
+  const std::uint32_t capacity = target->capacity.load(std::memory_order_relaxed);
+  const std::uint32_t before = target->mailbox.length.fetch_add(1, std::memory_order_relaxed);
+  if (capacity != 0 && before >= capacity && e->encoding != Encoding::kSystem &&
+      target->reject_when_full.load(std::memory_order_relaxed)) [[unlikely]] {
+    target->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
+    target->rejected.fetch_add(1, std::memory_order_relaxed);
+    free_envelope(e);
+    return SendResult::kMailboxFull;
+  }
+  Worker* here = Worker::current();
+  rt.count_sent(here != nullptr && &here->runtime() == &rt ? here : nullptr);
+  target->mailbox.push(e);
+  if (target->scheduled.load(std::memory_order_seq_cst) == 0 &&
+      target->scheduled.exchange(1, std::memory_order_seq_cst) == 0) {
+    target->worker.load(std::memory_order_acquire)->schedule(target);
+  }
+  if (from != nullptr) from->stats.messages_out++;
+  return SendResult::kOk;
+}
+
+}  // namespace
+
+SendResult send_envelope(Cell* from, ActorRef to, Envelope* e, SendResult encode_result) noexcept {
+  if (e == nullptr) return encode_result;
+  RuntimeImpl& rt = runtime_of(from);
+  if (rt.stopping_all.load(std::memory_order_relaxed)) [[unlikely]] {
+    free_envelope(e);
+    return SendResult::kShuttingDown;
+  }
+  return deliver(rt, from, to, e);
+}
+
+SendResult send_outside(RuntimeImpl* rt, ActorRef to, Envelope* e,
+                        SendResult encode_result) noexcept {
+  if (e == nullptr) return encode_result;
+  if (!rt->accepting.load(std::memory_order_relaxed)) [[unlikely]] {
+    free_envelope(e);
+    return SendResult::kShuttingDown;
+  }
+  return deliver(*rt, nullptr, to, e);
+}
+
+SendResult send_system(RuntimeImpl& rt, ActorRef to, SystemMessage what) noexcept {
+  Envelope* e = make_system_envelope(what);
+  if (e == nullptr) return SendResult::kNoMemory;
+  return deliver(rt, nullptr, to, e);
+}
+
+}  // namespace reheap::detail

@@ -1,0 +1,144 @@
+// Timers: uv_timer_t per reactor timer (see timer_service.h).
+#include "timer_service.h"
+
+#include <uv.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "reactor_access.h"
+#include "reheap/heap_scope.h"
+#include "worker.h"
+
+namespace reheap::detail {
+
+struct TimerHandle {
+  uv_timer_t timer;
+  Cell* cell;
+  std::uint64_t owner;  // the cell's occupant when started: a recycled cell ignores the timer
+  TimerId id;
+  std::uint64_t period_ms;
+  std::uint64_t left_ms = 0;  // while parked
+  bool parked = false;        // between two workers: no loop owns `timer`
+};
+
+namespace {
+
+std::uint64_t to_ms(std::chrono::nanoseconds d) noexcept {
+  const auto ns = static_cast<std::uint64_t>(d.count());
+  return (ns + 999'999) / 1'000'000;
+}
+
+void on_closed(uv_handle_t* h) {
+  HeapScope system(nullptr);
+  delete static_cast<TimerHandle*>(h->data);
+}
+
+void on_fire(uv_timer_t* t) {
+  auto* h = static_cast<TimerHandle*>(t->data);
+  Cell* c = h->cell;
+  auto* w = static_cast<Worker*>(t->loop->data);
+  if (c->id.load(std::memory_order_relaxed) != h->owner) return;
+  const TimerId id = h->id;
+  if (h->period_ms == 0) {
+    // One-shot: forget it before the hook, which may start a timer with the same map slot.
+    HeapScope system(nullptr);
+    c->timers.erase(id);
+    uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
+  }
+  w->deliver_event(c, "on_timer", [id](Reactor& r) { r.on_timer(id); });
+}
+
+void arm(Worker& w, TimerHandle* h, std::uint64_t delay_ms) {
+  uv_timer_init(w.loop(), &h->timer);
+  h->timer.data = h;
+  // A timer is due `delay` after the loop's clock, which libuv reads only when the loop wakes
+  // up: after a long hook it lags, and the timer would fire early by as much. Read it now.
+  uv_update_time(w.loop());
+  // The clock counts whole milliseconds, truncated, so a timer due at tick T + d can fire up to a
+  // millisecond less than d after it was started during tick T: one more tick makes "not before
+  // its delay" hold. A zero delay needs no margin.
+  uv_timer_start(&h->timer, on_fire, delay_ms == 0 ? 0 : delay_ms + 1, h->period_ms);
+}
+
+}  // namespace
+
+void start_timer(Worker& w, Cell* c, TimerId id, std::chrono::nanoseconds delay,
+                 std::chrono::nanoseconds period) {
+  HeapScope system(nullptr);
+  auto* h = new TimerHandle{};
+  h->cell = c;
+  h->owner = c->id.load(std::memory_order_relaxed);
+  h->id = id;
+  h->period_ms = period.count() > 0 ? std::max<std::uint64_t>(1, to_ms(period)) : 0;
+  c->timers.emplace(id, h);
+  arm(w, h, to_ms(delay));
+}
+
+void cancel_timer(Worker&, Cell* c, TimerId id) {
+  HeapScope system(nullptr);
+  auto it = c->timers.find(id);
+  if (it == c->timers.end()) return;
+  TimerHandle* h = it->second;
+  c->timers.erase(it);
+  uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
+}
+
+void close_timers(Worker&, Cell* c) {
+  HeapScope system(nullptr);
+  for (auto& [id, h] : c->timers) {
+    if (h->parked) {
+      delete h;  // attached to no loop
+    } else {
+      uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
+    }
+  }
+  c->timers.clear();
+}
+
+void park_timers(Worker&, Cell* c) {
+  // Each handle is closed on this loop; a fresh TimerHandle carries the time left to the next.
+  HeapScope system(nullptr);
+  for (auto& [id, h] : c->timers) {
+    if (h->parked) continue;  // never re-armed here (moved on before its first turn)
+    auto* parked = new TimerHandle{};
+    parked->cell = c;
+    parked->owner = h->owner;
+    parked->id = id;
+    parked->period_ms = h->period_ms;
+    parked->left_ms = uv_timer_get_due_in(&h->timer);
+    parked->parked = true;
+    uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
+    h = parked;
+  }
+}
+
+void rearm_timers(Worker& w, Cell* c) {
+  for (auto& [id, h] : c->timers) {
+    h->parked = false;
+    arm(w, h, h->left_ms);
+  }
+}
+
+void record_timers(Cell* c) {
+  // Runs with the reactor's heap current: the vector lives in the reactor.
+  Reactor& r = *c->reactor;
+  auto& saved = ReactorAccess::saved_timers(r);
+  saved.clear();
+  for (auto& [id, h] : c->timers) {
+    const std::uint64_t left = h->parked ? h->left_ms : uv_timer_get_due_in(&h->timer);
+    saved.push_back(ReactorAccess::SavedTimer{id, static_cast<std::int64_t>(left) * 1'000'000,
+                                              static_cast<std::int64_t>(h->period_ms) * 1'000'000});
+  }
+}
+
+void restart_recorded_timers(Worker& w, Cell* c) {
+  auto& saved = ReactorAccess::saved_timers(*c->reactor);
+  for (const auto& t : saved) {
+    start_timer(w, c, t.id, std::chrono::nanoseconds(t.due_in_ns), std::chrono::nanoseconds(t.period_ns));
+  }
+  HeapScope scope(c->heap.get());
+  saved.clear();
+}
+
+}  // namespace reheap::detail

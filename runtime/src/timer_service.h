@@ -1,0 +1,29 @@
+// Timers of reactors: one uv_timer_t per started timer, owned by the cell's worker loop.
+//
+// A reactor names its timers by TimerId (a counter in its heap, so ids stay unique across a
+// restore). Moving a reactor parks its timers (remembering how long each had left) and re-arms
+// them on the new worker's loop; a snapshot records the same thing in the reactor's heap, and a
+// restore re-arms from there. libuv timers have millisecond resolution: delays round up, and
+// a timer never fires before its delay has passed (see arm() in timer_service.cpp).
+#pragma once
+
+#include <chrono>
+
+#include "cell.h"
+
+namespace reheap::detail {
+
+class Worker;
+
+void start_timer(Worker& w, Cell* c, TimerId id, std::chrono::nanoseconds delay,
+                 std::chrono::nanoseconds period);
+void cancel_timer(Worker& w, Cell* c, TimerId id);
+void close_timers(Worker& w, Cell* c);  // stops and frees all (teardown)
+void park_timers(Worker& w, Cell* c);   // before a move: stop, remember what is left
+void rearm_timers(Worker& w, Cell* c);  // after a move
+// Snapshot support: the reactor's live timers as (id, left, period), into its heap.
+void record_timers(Cell* c);
+// After a restore: start the timers recorded in the reactor's heap.
+void restart_recorded_timers(Worker& w, Cell* c);
+
+}  // namespace reheap::detail

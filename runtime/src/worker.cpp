@@ -1,0 +1,437 @@
+// Worker: the loop, the turn, and running a cell (see worker.h for the order of things).
+#include "worker.h"
+
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <system_error>
+
+#include "reheap/heap_scope.h"
+#include "runtime_impl.h"
+#include "reactor_snapshot.h"
+#include "supervisor.h"
+#include "timer_service.h"
+#include "tcp.h"
+
+namespace reheap::detail {
+namespace {
+
+constinit thread_local Worker* t_worker = nullptr;
+
+void check_uv(int rc, const char* what) {
+  if (rc != 0) {
+    std::fprintf(stderr, "reheap: worker: %s: %s\n", what, uv_strerror(rc));
+    std::abort();
+  }
+}
+
+}  // namespace
+
+
+Worker::Worker(RuntimeImpl& runtime, int index) : runtime_(runtime), index_(index) {
+  check_uv(uv_loop_init(&loop_), "uv_loop_init");
+  loop_.data = this;
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+  check_uv(uv_poll_init(&loop_, &wake_poll_, wake_fd_), "uv_poll_init");
+  wake_poll_.data = this;
+  check_uv(uv_idle_init(&loop_, &idle_), "uv_idle_init");
+  idle_.data = this;
+  check_uv(uv_prepare_init(&loop_, &prepare_), "uv_prepare_init");
+  prepare_.data = this;
+  check_uv(uv_check_init(&loop_, &check_), "uv_check_init");
+  check_.data = this;
+  read_buffer_ = static_cast<char*>(std::malloc(kReadBufferSize));
+  if (read_buffer_ == nullptr) throw std::bad_alloc();
+}
+
+Worker::~Worker() {
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+  std::free(read_buffer_);
+}
+
+void Worker::start() {
+  HeapScope system(nullptr);  // the thread's own state must not land in a caller's heap
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void Worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Worker::on_this_thread() const noexcept { return t_worker == this; }
+Worker* Worker::current() noexcept { return t_worker; }
+
+void Worker::thread_main() {
+  // A write to a connection the peer has reset raises SIGPIPE in the writing thread, and its
+  // default action ends the process. Blocked here, the write fails with EPIPE instead and the
+  // reactor hears on_closed; the process-wide disposition stays the program's business.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  t_worker = this;
+  thread_id_ = std::this_thread::get_id();
+  check_uv(uv_poll_start(&wake_poll_, UV_READABLE, &Worker::on_wake), "uv_poll_start");
+  check_uv(uv_prepare_start(&prepare_, &Worker::on_prepare), "uv_prepare_start");
+  check_uv(uv_check_start(&check_, &Worker::on_check), "uv_check_start");
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  // Stopped by shutdown(): every reactor is gone; close what is left and let the closes finish.
+  uv_walk(
+      &loop_,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  if (uv_loop_close(&loop_) != 0) {
+    std::fprintf(stderr, "reheap: worker %d: loop closed with handles open\n", index_);
+  }
+  t_worker = nullptr;
+}
+
+// ---- queues ----------------------------------------------------------------------------------
+
+void Worker::push_ready(Cell* c) noexcept {
+  c->next_ready = nullptr;
+  if (ready_tail_ == nullptr) {
+    ready_head_ = c;
+  } else {
+    ready_tail_->next_ready = c;
+  }
+  ready_tail_ = c;
+  if (!idle_active_) {
+    idle_active_ = true;
+    uv_idle_start(&idle_, &Worker::on_idle);
+  }
+}
+
+void Worker::push_remote(Cell* c) noexcept {
+  Cell* top = run_queue_.load(std::memory_order_relaxed);
+  do {
+    c->next_ready = top;
+  } while (!run_queue_.compare_exchange_weak(top, c, std::memory_order_seq_cst,
+                                             std::memory_order_relaxed));
+  if (sleeping_.load(std::memory_order_seq_cst) && sleeping_.exchange(false)) wake();
+}
+
+void Worker::wake() noexcept {
+  wakeups.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t one = 1;
+  // EAGAIN means the counter is already non-zero: the worker will wake anyway.
+  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void Worker::push_command(Command* cmd) noexcept {
+  Command* top = commands_.load(std::memory_order_relaxed);
+  do {
+    cmd->next = top;
+  } while (!commands_.compare_exchange_weak(top, cmd, std::memory_order_seq_cst,
+                                            std::memory_order_relaxed));
+  if (on_this_thread()) {
+    if (!idle_active_) {
+      idle_active_ = true;
+      uv_idle_start(&idle_, &Worker::on_idle);
+    }
+  } else if (sleeping_.load(std::memory_order_seq_cst) && sleeping_.exchange(false)) {
+    wake();
+  }
+}
+
+bool Worker::work_queued() const noexcept {
+  return ready_head_ != nullptr || run_queue_.load(std::memory_order_seq_cst) != nullptr ||
+         commands_.load(std::memory_order_seq_cst) != nullptr;
+}
+
+// ---- loop callbacks --------------------------------------------------------------------------
+
+void Worker::on_wake(uv_poll_t* handle, int, int) {
+  auto* w = static_cast<Worker*>(handle->data);
+  std::uint64_t value;
+  [[maybe_unused]] const ssize_t n = ::read(w->wake_fd_, &value, sizeof value);
+  // The turn runs in the check phase, right after this poll phase.
+}
+
+void Worker::on_idle(uv_idle_t*) {
+  // Being active is the point: poll does not block while work is queued.
+}
+
+void Worker::on_prepare(uv_prepare_t* handle) {
+  auto* w = static_cast<Worker*>(handle->data);
+  if (w->work_queued()) {
+    // Keep poll from blocking: the check phase right after it runs the turn.
+    if (!w->idle_active_) {
+      w->idle_active_ = true;
+      uv_idle_start(&w->idle_, &Worker::on_idle);
+    }
+    return;
+  }
+  if (w->idle_active_) {
+    w->idle_active_ = false;
+    uv_idle_stop(&w->idle_);
+  }
+  const auto spin = w->runtime_.config.spin;
+  if (spin.count() > 0) {
+    const auto until = std::chrono::steady_clock::now() + spin;
+    while (std::chrono::steady_clock::now() < until) {
+      if (w->work_queued()) {
+        w->idle_active_ = true;
+        uv_idle_start(&w->idle_, &Worker::on_idle);
+        return;
+      }
+    }
+  }
+  w->sleeping_.store(true, std::memory_order_seq_cst);
+  if (w->work_queued()) {
+    w->sleeping_.store(false, std::memory_order_relaxed);
+    w->idle_active_ = true;
+    uv_idle_start(&w->idle_, &Worker::on_idle);
+  }
+}
+
+void Worker::on_check(uv_check_t* handle) {
+  auto* w = static_cast<Worker*>(handle->data);
+  w->sleeping_.store(false, std::memory_order_relaxed);
+  w->turn();
+}
+
+// ---- the turn --------------------------------------------------------------------------------
+
+void Worker::run_commands() {
+  Command* list = commands_.exchange(nullptr, std::memory_order_acquire);
+  Command* fifo = nullptr;
+  while (list != nullptr) {
+    Command* next = list->next;
+    list->next = fifo;
+    fifo = list;
+    list = next;
+  }
+  while (fifo != nullptr) {
+    Command* next = fifo->next;
+    fifo->run();
+    delete fifo;
+    fifo = next;
+  }
+}
+
+void Worker::turn() {
+  run_commands();
+  // Remote cells join the ready list in the order they were scheduled.
+  Cell* list = run_queue_.exchange(nullptr, std::memory_order_acquire);
+  Cell* fifo = nullptr;
+  while (list != nullptr) {
+    Cell* next = list->next_ready;
+    list->next_ready = fifo;
+    fifo = list;
+    list = next;
+  }
+  while (fifo != nullptr) {
+    Cell* next = fifo->next_ready;
+    push_ready(fifo);
+    fifo = next;
+  }
+  // Run the cells that are ready now; cells made ready meanwhile wait for the next turn.
+  Cell* c = ready_head_;
+  ready_head_ = ready_tail_ = nullptr;
+  while (c != nullptr) {
+    Cell* next = c->next_ready;
+    run_cell(c);
+    c = next;
+  }
+}
+
+void Worker::after_hook(Cell* c) {
+  if (c->failed) {
+    c->failed = false;
+    handle_failure(*this, c);  // restarts in place, or marks the cell kStopping
+    // Restarted by an event outside the cell's turn (a timer, a socket): no turn is coming to run
+    // the restored reactor's first hooks (its timers are re-armed there, and nothing may reach it
+    // before on_restored), so run them now. Within a turn, run_messages does it.
+    if (!c->started && c->state == CellState::kLive && running_ != c) run_start_hooks(c);
+  }
+  if (c->state == CellState::kStopping && running_ != c) {
+    // Teardown happens in run_cell, the one place that holds the cell's queue token, so that a
+    // freed cell is never still on a queue.
+    if (c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) push_ready(c);
+  }
+}
+
+void Worker::request_stop(Cell* c, bool graceful) {
+  if (c->state != CellState::kLive) return;
+  c->state = CellState::kStopping;
+  c->graceful_stop = graceful;
+  after_hook(c);
+}
+
+void Worker::run_cell(Cell* c) {
+  if (c->state == CellState::kFree) return;  // stays parked (scheduled == 1)
+  if (c->move_to != nullptr) {
+    move_out(c);
+    return;
+  }
+  running_ = c;
+  {
+    const HandlerClock clock(c);
+    run_messages(c);
+  }
+  running_ = nullptr;
+  if (c->state == CellState::kStopping) {
+    teardown(c);  // parks the cell
+    return;
+  }
+  // Unschedule, then look again: a sender that pushed before our store saw scheduled == 1 and
+  // left the cell to us.
+  c->scheduled.store(0, std::memory_order_seq_cst);
+  if (c->mailbox.nonempty() && c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) {
+    push_ready(c);
+  }
+}
+
+void Worker::run_messages(Cell* c) {
+  if (c->arriving) {
+    c->arriving = false;
+    adopt(c);
+    rearm_timers(*this, c);
+  }
+  if (!c->started) {
+    adopt(c);
+    run_start_hooks(c);
+    consumed.fetch_add(1, std::memory_order_relaxed);  // the spawn or restore itself
+  }
+  RuntimeImpl& rt = runtime_;
+  const std::uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
+  const bool drop_oldest =
+      capacity != 0 && c->options.mailbox.overflow == OverflowPolicy::kDropOldest;
+  for (std::uint32_t n = 0; n < rt.config.batch && c->state == CellState::kLive; ++n) {
+    Envelope* e = c->mailbox.pop();
+    if (e == nullptr) break;
+    // The length just before a pop: the mailbox is longest right before one of its pops (or now,
+    // which Runtime::stats adds), so sampling here makes the high water exact.
+    const std::uint32_t waiting = c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
+    if (waiting > c->high_water) c->high_water = waiting;
+    // Drop-oldest: while more than `capacity` wait, the oldest goes unhandled. Checked at every
+    // message, not once per turn, because messages keep arriving while the handlers run. System
+    // messages (a stop) are never shed.
+    if (drop_oldest && waiting > capacity && e->encoding != Encoding::kSystem &&
+        e->receiver == c->id.load(std::memory_order_relaxed)) [[unlikely]] {
+      free_envelope(e);
+      c->stats.dropped++;
+      consumed.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (e->receiver != c->id.load(std::memory_order_relaxed)) {
+      rt.dead_letters.fetch_add(1, std::memory_order_relaxed);
+    } else if (e->encoding == Encoding::kSystem) {
+      if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kStop)) {
+        c->state = CellState::kStopping;
+        c->graceful_stop = true;
+      }
+    } else {
+      c->stats.messages_in++;
+      const Message m(*e);
+      invoke(c, "on_message", [&m](Reactor& r) { r.on_message(m); });
+    }
+    free_envelope(e);
+    consumed.fetch_add(1, std::memory_order_relaxed);
+    after_hook(c);
+    if (!c->started) {
+      run_start_hooks(c);  // restarted from a snapshot: on_restored before the next message
+    }
+  }
+}
+
+void Worker::run_start_hooks(Cell* c) {
+  // A start hook that fails under kRestart restarts the reactor in place, which leaves `started`
+  // false again: run the restored reactor's hooks before anything else reaches it. Each round
+  // counts against max_restarts, so this ends.
+  while (!c->started && c->state == CellState::kLive) {
+    c->started = true;
+    if (c->restored) {
+      c->restored = false;
+      start_restored(*this, c);
+    } else {
+      invoke(c, "on_start", [](Reactor& r) { r.on_start(); });
+      if (!c->failed && c->state == CellState::kLive &&
+          c->options.policy == SupervisionPolicy::kRestart && c->last_snapshot.empty()) {
+        take_checkpoint(c);
+      }
+    }
+    after_hook(c);
+  }
+}
+
+void Worker::move_out(Cell* c) {
+  Worker* to = c->move_to;
+  c->move_to = nullptr;
+  park_timers(*this, c);
+  disown(c);
+  c->arriving = true;
+  c->worker.store(to, std::memory_order_release);
+  to->push_remote(c);  // still scheduled: the new worker runs it next
+}
+
+void Worker::adopt(Cell* c) {
+  const std::size_t i = c->worker_position;
+  if (i < cells_.size() && cells_[i] == c) return;  // already here (a restart in place)
+  c->worker_position = cells_.size();
+  HeapScope system(nullptr);
+  cells_.push_back(c);
+}
+
+void Worker::disown(Cell* c) {
+  const std::size_t i = c->worker_position;
+  if (i < cells_.size() && cells_[i] == c) {
+    cells_[i] = cells_.back();
+    cells_[i]->worker_position = i;
+    cells_.pop_back();
+  }
+}
+
+void Worker::teardown(Cell* c) {
+  if (c->graceful_stop && c->started && c->reactor != nullptr) {
+    c->state = CellState::kLive;  // on_stop may still send and close things
+    invoke(c, "on_stop", [](Reactor& r) { r.on_stop(); });
+    c->failed = false;  // a throwing on_stop stops the reactor all the same
+  }
+  c->state = CellState::kStopping;
+  close_timers(*this, c);
+  close_sockets(*this, c);
+  if (c->reactor != nullptr && c->graceful_stop) {
+    ReactorScope scope(c);
+    try {
+      delete c->reactor;
+    } catch (...) {
+      // A throwing destructor: the heap goes anyway.
+    }
+  }
+  c->reactor = nullptr;
+  c->snapshotter.reset();
+  c->heap.reset();
+  {
+    HeapScope system(nullptr);
+    c->checkpoint.clear();
+    c->checkpoint.shrink_to_fit();
+    c->last_snapshot.clear();
+    c->restart_times.clear();
+    c->options = SpawnOptions{};
+  }
+  // What waits in the mailbox now is dead: nobody will handle it.
+  while (Envelope* e = c->mailbox.pop()) {
+    c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
+    free_envelope(e);
+    runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
+    consumed.fetch_add(1, std::memory_order_relaxed);
+  }
+  disown(c);
+  c->state = CellState::kFree;
+  runtime_.cells.release(c);
+  runtime_.notify_stopped();
+}
+
+}  // namespace reheap::detail

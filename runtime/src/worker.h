@@ -1,0 +1,204 @@
+// Worker: one thread running one libuv loop, and the reactors pinned to it.
+//
+// A turn of the loop, in libuv's phase order:
+//   timers      on_timer hooks of its reactors (timer_service.cpp)
+//   idle        active only while work is queued, so that poll does not block
+//   prepare     nothing queued: publish `sleeping` (then re-check the run queue, see below)
+//   poll        socket events (tcp.cpp) and the wake-up eventfd
+//   check       the turn proper: run posted commands, move the run queue to the ready list, run
+//               every ready cell once (a batch of messages each)
+// Cells made ready during a turn run in the next one, after the loop has polled I/O once more,
+// so a reactor sending itself messages cannot starve sockets and timers.
+//
+// Wake-ups: other threads push onto `run_queue_` / `commands_` (lock-free stacks) and write the
+// eventfd only if the worker published `sleeping`. The worker stores `sleeping` = true and then
+// re-reads both stacks; senders push and then read `sleeping`; all seq_cst, so at least one side
+// sees the other and no push is left unnoticed.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <thread>
+
+#include "cell.h"
+#include "reactor_scope.h"
+
+namespace reheap::detail {
+
+class RuntimeImpl;
+
+// Adds the time from construction to destruction to the cell's handler time: one clock read
+// pair per turn of a reactor, not per message.
+class HandlerClock {
+ public:
+  explicit HandlerClock(Cell* c) noexcept : cell_(c), start_(std::chrono::steady_clock::now()) {}
+  ~HandlerClock() {
+    const auto dt = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                   std::chrono::steady_clock::now() - start_)
+                                                   .count());
+    cell_->stats.handler_ns += dt;
+    if (dt > cell_->stats.max_handler_ns) cell_->stats.max_handler_ns = dt;
+  }
+  HandlerClock(const HandlerClock&) = delete;
+  HandlerClock& operator=(const HandlerClock&) = delete;
+
+ private:
+  Cell* cell_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+class Worker {
+  struct Command {
+    Command* next;
+    std::function<void()> run;
+  };
+
+ public:
+  Worker(RuntimeImpl& runtime, int index);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void start();
+  void join();
+
+  int index() const noexcept { return index_; }
+  RuntimeImpl& runtime() const noexcept { return runtime_; }
+  uv_loop_t* loop() noexcept { return &loop_; }
+  bool on_this_thread() const noexcept;
+  static Worker* current() noexcept;  // the worker of the calling thread, or null
+
+  // Puts a cell whose `scheduled` flag the caller just flipped to 1 on this worker's queue.
+  // Any thread.
+  void schedule(Cell* c) noexcept {
+    if (current() == this) {
+      push_ready(c);
+    } else {
+      push_remote(c);
+    }
+  }
+
+  // Runs `command` on this worker between two turns. Any thread. The closure is built in
+  // process memory even when called from a reactor's hook (its heap current).
+  template <class F>
+  void post(F&& command) {
+    Command* cmd;
+    {
+      HeapScope system(nullptr);
+      cmd = new Command{nullptr, std::function<void()>(std::forward<F>(command))};
+    }
+    push_command(cmd);
+  }
+
+  // Worker thread: calls into the reactor of `c` with its heap current. Exceptions are caught
+  // and turned into c->failed; returns false if the cell failed or is stopping.
+  template <class F>
+  bool invoke(Cell* c, const char* hook, F&& f);
+
+  // Worker thread: one event from the loop (a timer, a socket): invoke, timed, then after_hook.
+  template <class F>
+  void deliver_event(Cell* c, const char* hook, F&& f) {
+    const HandlerClock clock(c);
+    invoke(c, hook, std::forward<F>(f));
+    after_hook(c);
+  }
+
+  // Worker thread, after every hook: handles c->failed (supervision) and schedules a stopping
+  // cell for its teardown.
+  void after_hook(Cell* c);
+
+  // Worker thread: the reactor stops after the current hook (on_stop first if `graceful`).
+  void request_stop(Cell* c, bool graceful);
+
+  // Counters the runtime sums for wait_idle (see runtime_impl.h).
+  std::atomic<std::uint64_t> sent{0};
+  std::atomic<std::uint64_t> consumed{0};
+  std::atomic<std::uint64_t> wakeups{0};
+
+  char* read_buffer() noexcept { return read_buffer_; }
+  static constexpr std::size_t kReadBufferSize = 64 * 1024;
+
+  // Cells live on this worker, for shutdown (worker-owned).
+  std::vector<Cell*>& cells() noexcept { return cells_; }
+  void adopt(Cell* c);   // worker thread: c now runs here
+  void disown(Cell* c);  // worker thread: c left (moved or stopped)
+
+ private:
+  void thread_main();
+  void push_command(Command* cmd) noexcept;
+  void push_ready(Cell* c) noexcept;
+  void push_remote(Cell* c) noexcept;
+  [[gnu::noinline]] void wake() noexcept;
+  void turn();
+  void run_cell(Cell* c);
+  void run_messages(Cell* c);
+  void run_start_hooks(Cell* c);
+  void teardown(Cell* c);
+  void run_commands();
+  bool work_queued() const noexcept;
+  void move_out(Cell* c);
+
+  static void on_wake(uv_poll_t* handle, int status, int events);
+  static void on_idle(uv_idle_t* handle);
+  static void on_prepare(uv_prepare_t* handle);
+  static void on_check(uv_check_t* handle);
+
+  RuntimeImpl& runtime_;
+  const int index_;
+  std::thread thread_;
+  std::thread::id thread_id_;
+  uv_loop_t loop_{};
+  int wake_fd_ = -1;
+  uv_poll_t wake_poll_{};
+  uv_idle_t idle_{};
+  uv_prepare_t prepare_{};
+  uv_check_t check_{};
+  bool idle_active_ = false;
+  Cell* running_ = nullptr;  // the cell run_cell is running
+
+  alignas(64) std::atomic<Cell*> run_queue_{nullptr};  // stack; reversed into ready_ each turn
+  std::atomic<Command*> commands_{nullptr};
+  std::atomic<bool> sleeping_{false};
+  alignas(64) Cell* ready_head_ = nullptr;  // FIFO of cells to run (worker-owned)
+  Cell* ready_tail_ = nullptr;
+  std::vector<Cell*> cells_;
+  char* read_buffer_ = nullptr;
+};
+
+template <class F>
+inline bool Worker::invoke(Cell* c, const char* hook, F&& f) {
+  if (c->state != CellState::kLive || c->reactor == nullptr) return false;
+  if (c->failed) return false;
+  {
+    ReactorScope scope(c);
+    try {
+      f(*c->reactor);
+    } catch (const std::bad_alloc& e) {
+      HeapScope system(nullptr);
+      c->failed = true;
+      c->failure_kind = FailureKind::kOutOfMemory;
+      c->failure_what = e.what();
+      c->failure_hook = hook;
+    } catch (const std::exception& e) {
+      HeapScope system(nullptr);
+      c->failed = true;
+      c->failure_kind = FailureKind::kException;
+      c->failure_what = e.what();
+      c->failure_hook = hook;
+    } catch (...) {
+      HeapScope system(nullptr);
+      c->failed = true;
+      c->failure_kind = FailureKind::kException;
+      c->failure_what = "an exception not derived from std::exception";
+      c->failure_hook = hook;
+    }
+  }
+  c->stats.events++;
+  return !c->failed && c->state == CellState::kLive;
+}
+
+}  // namespace reheap::detail

@@ -1,0 +1,230 @@
+// Messaging: delivery, per-sender FIFO order, typed handlers, msgpack and raw payloads, decode
+// errors, and sends to reactors that are gone.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reheap/runtime.h"
+#include "runtime_support.h"
+
+namespace reheap {
+namespace {
+
+using rttest::Probe;
+
+struct Ping {
+  std::uint64_t n;
+};
+struct Pong {
+  std::uint64_t n;
+};
+
+// Counts to `rounds` with a peer, on whatever worker it runs.
+class PingPong : public Reactor {
+ public:
+  PingPong(Probe* probe, std::uint64_t rounds) : probe_(probe), rounds_(rounds) {
+    handle<&PingPong::on_ping>();
+    handle<&PingPong::on_pong>();
+  }
+  void on_ping(const Ping& p) { send(current_sender_or(p), Pong{p.n}); }
+  void on_pong(const Pong& p) {
+    if (p.n + 1 >= rounds_) {
+      probe_->done(p.n + 1);
+      return;
+    }
+    send(peer_, Ping{p.n + 1});
+  }
+  void on_message(const Message& m) override {
+    sender_ = m.sender();
+    Reactor::on_message(m);
+  }
+  ActorRef peer_;
+
+ private:
+  ActorRef current_sender_or(const Ping&) const { return sender_; }
+  Probe* probe_;
+  std::uint64_t rounds_;
+  ActorRef sender_;
+};
+
+struct Start {
+  ActorRef peer;
+};
+
+class Pinger : public PingPong {
+ public:
+  using PingPong::PingPong;
+  void on_start() override {}
+};
+
+TEST(Messaging, PingPongAcrossTwoWorkers) {
+  Runtime rt(RuntimeConfig{.workers = 2});
+  Probe probe;
+  SpawnOptions a;
+  a.worker = 0;
+  SpawnOptions b;
+  b.worker = 1;
+  const ActorRef ponger = rt.spawn<PingPong>(b, &probe, 1000);
+  // The pinger learns its peer through its constructor argument... a plain value.
+  struct Kick : public PingPong {
+    Kick(Probe* p, ActorRef peer) : PingPong(p, 1000) { peer_ = peer; }
+    void on_start() override { send(peer_, Ping{0}); }
+  };
+  rt.spawn<Kick>(a, &probe, ponger);
+  ASSERT_TRUE(probe.wait_for(1)) << "ping-pong did not finish";
+  EXPECT_EQ(probe.value(), 1000u);
+}
+
+// A record of what arrived, per sender, in order.
+struct Tagged {
+  std::uint32_t sender;
+  std::uint32_t seq;
+};
+
+class Recorder : public Reactor {
+ public:
+  explicit Recorder(Probe* probe, std::uint64_t expected) : probe_(probe), expected_(expected) {
+    handle<&Recorder::on_tagged>();
+  }
+  void on_tagged(const Tagged& t) {
+    auto& last = last_[t.sender];
+    if (t.seq != last) ++out_of_order_;
+    last = t.seq + 1;
+    if (++received_ == expected_) probe_->done(out_of_order_);
+  }
+
+ private:
+  Probe* probe_;
+  std::uint64_t expected_;
+  std::uint64_t received_ = 0;
+  std::uint64_t out_of_order_ = 0;
+  std::map<std::uint32_t, std::uint32_t> last_;  // in the reactor's heap
+};
+
+class Sender : public Reactor {
+ public:
+  Sender(ActorRef to, std::uint32_t id, std::uint32_t count) : to_(to), id_(id), count_(count) {}
+  void on_start() override {
+    for (std::uint32_t i = 0; i < count_; ++i) {
+      while (send(to_, Tagged{id_, i}) != SendResult::kOk) {
+      }
+    }
+  }
+
+ private:
+  ActorRef to_;
+  std::uint32_t id_;
+  std::uint32_t count_;
+};
+
+TEST(Messaging, PerSenderFifoWithManySendersOnBothWorkersAndOutside) {
+  Runtime rt(RuntimeConfig{.workers = 2});
+  Probe probe;
+  constexpr std::uint32_t kSenders = 8;
+  constexpr std::uint32_t kEach = 20'000;
+  constexpr std::uint32_t kOutside = 2;
+  const ActorRef recorder =
+      rt.spawn<Recorder>(SpawnOptions{}, &probe, std::uint64_t{kSenders + kOutside} * kEach);
+  for (std::uint32_t s = 0; s < kSenders; ++s) rt.spawn<Sender>(recorder, s, kEach);
+  std::vector<std::thread> threads;
+  for (std::uint32_t t = 0; t < kOutside; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::uint32_t i = 0; i < kEach; ++i) {
+        ASSERT_EQ(rt.send(recorder, Tagged{kSenders + t, i}), SendResult::kOk);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(probe.wait_for(1, std::chrono::seconds(60)));
+  EXPECT_EQ(probe.value(), 0u) << "messages from one sender arrived out of order";
+}
+
+struct Greeting {
+  std::string text;
+  std::vector<int> numbers;
+  std::map<std::string, double> table;
+  MSGPACK_DEFINE(text, numbers, table)
+};
+
+class GreetingSink : public Reactor {
+ public:
+  explicit GreetingSink(Probe* probe) : probe_(probe) { handle<&GreetingSink::on_greeting>(); }
+  void on_greeting(const Greeting& g) {
+    // Decoded into this reactor's heap.
+    const bool in_heap = Heap::owner_of(g.text.data()) != nullptr || g.text.size() < 16;
+    kept_.push_back(g);
+    probe_->done(in_heap && g.numbers.size() == 3 && g.table.at("pi") > 3.14 ? 1 : 2);
+  }
+
+ private:
+  Probe* probe_;
+  std::vector<Greeting> kept_;
+};
+
+TEST(Messaging, MsgpackTypesDecodeIntoTheReceiversHeap) {
+  Runtime rt(RuntimeConfig{.workers = 2});
+  Probe probe;
+  const ActorRef sink = rt.spawn<GreetingSink>(&probe);
+  Greeting g{std::string(100, 'x'), {1, 2, 3}, {{"pi", 3.14159}}};
+  ASSERT_EQ(rt.send(sink, g), SendResult::kOk);
+  ASSERT_TRUE(probe.wait_for(1));
+  EXPECT_EQ(probe.value(), 1u);
+}
+
+struct WrongShape {
+  std::string a;
+  MSGPACK_DEFINE(a)
+};
+
+class DecodeErrors : public Reactor {
+ public:
+  explicit DecodeErrors(Probe* probe) : probe_(probe) { handle<&DecodeErrors::on_greeting>(); }
+  void on_greeting(const Greeting&) { probe_->done(100); }
+  void on_message_error(const MessageError& e) override {
+    Reactor::on_message_error(e);
+    probe_->done(1);
+  }
+
+ private:
+  Probe* probe_;
+};
+
+// A sender-side name clash: a type whose message name equals Greeting's, with another shape.
+struct Impostor {
+  static constexpr std::string_view reheap_message_name = reheap::message_type_name<Greeting>();
+  int a;
+  double b;
+  MSGPACK_DEFINE(a, b)
+};
+
+TEST(Messaging, AMsgpackValueOfTheWrongShapeIsAnErrorEventNotACrash) {
+  Runtime rt(RuntimeConfig{.workers = 1});
+  Probe probe;
+  const ActorRef r = rt.spawn<DecodeErrors>(&probe);
+  ASSERT_EQ(rt.send(r, Impostor{7, 2.5}), SendResult::kOk);
+  ASSERT_TRUE(probe.wait_for(1));
+  EXPECT_EQ(probe.value(), 1u);
+  EXPECT_TRUE(rt.alive(r));
+  EXPECT_EQ(rt.stats(r).decode_errors, 1u);
+}
+
+TEST(Messaging, SendToAStoppedReactorSaysSo) {
+  Runtime rt(RuntimeConfig{.workers = 1});
+  Probe probe;
+  const ActorRef r = rt.spawn<GreetingSink>(&probe);
+  ASSERT_TRUE(rt.stop(r));
+  ASSERT_TRUE(rt.wait_stopped(r));
+  EXPECT_EQ(rt.send(r, Tagged{1, 2}), SendResult::kNoSuchReactor);
+  EXPECT_FALSE(rt.stop(r));
+  // A new reactor may reuse the slot, never the reference.
+  const ActorRef again = rt.spawn<GreetingSink>(&probe);
+  EXPECT_NE(again, r);
+  EXPECT_EQ(rt.send(r, Tagged{1, 2}), SendResult::kNoSuchReactor);
+}
+
+}  // namespace
+}  // namespace reheap
