@@ -15,16 +15,28 @@ cat > "$prefix/consumer/main.cpp" <<'CPP'
 #include <string>
 #ifdef WITH_RUNTIME
 #include <reheap/message_allocator.h>
+#include <reheap/runtime.h>
+#include <atomic>
+std::atomic<int> got{0};
+struct Echo : reheap::Reactor {
+  void on_message(const reheap::Message& m) override { got = static_cast<int>(m.get<std::string>().size()); }
+};
 #endif
 int main() {
-  auto heap = reheap::Heap::create();
-  reheap::HeapScope scope(*heap);
-  auto* s = new std::string(100, 'x');
 #ifdef WITH_RUNTIME
+  {
+    reheap::Runtime rt(reheap::RuntimeConfig{.workers = 1});
+    const reheap::ActorRef r = rt.spawn<Echo>();
+    if (rt.send(r, std::string(5, 'x')) != reheap::SendResult::kOk) return 3;
+    if (!rt.wait_idle() || got != 5) return 4;
+  }
   void* m = reheap::MessageAllocator::allocate(64);
   if (m == nullptr || reheap::Heap::owner_of(m) != nullptr) return 2;
   reheap::MessageAllocator::deallocate(m);
 #endif
+  auto heap = reheap::Heap::create();
+  reheap::HeapScope scope(*heap);
+  auto* s = new std::string(100, 'x');
   return reheap::Heap::owner_of(s) == heap.get() ? 0 : 1;
 }
 CPP
@@ -42,7 +54,7 @@ cmake --build "$prefix/consumer/build" | tail -20
 "$prefix/consumer/build/consumer"
 echo "install: find_package(reheap) consumer OK"
 PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" \
-  c++ "$prefix/consumer/main.cpp" -o "$prefix/consumer/pc" \
+  c++ -DWITH_RUNTIME=1 "$prefix/consumer/main.cpp" -o "$prefix/consumer/pc" \
   $(PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" pkg-config --cflags --libs reheap)
 "$prefix/consumer/pc"
 echo "install: pkg-config consumer OK"
