@@ -64,6 +64,9 @@ struct Cell {
   Cell* next_ready = nullptr;  // link of the worker's ready list and run queue
   CellState state = CellState::kFree;
   std::uint32_t generation = 1;  // of the next occupant (guarded by the table's mutex when free)
+  // The highest generation this slot has handed out (under the table's mutex). A restore brings
+  // back an older generation; the next occupant after it must still get a new one.
+  std::uint32_t issued = 0;
   HeapPtr heap;
   Reactor* reactor = nullptr;
   SpawnOptions options;

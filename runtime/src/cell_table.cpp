@@ -1,4 +1,5 @@
 // CellTable: slots, generations and the free list (see cell.h).
+#include <algorithm>
 #include <stdexcept>
 
 #include "cell.h"
@@ -58,6 +59,7 @@ Cell* CellTable::acquire(std::uint64_t* dead) {
   in_use_[slot] = true;
   live_.fetch_add(1, std::memory_order_relaxed);
   Cell* c = cell(slot);
+  c->issued = std::max(c->issued, c->generation);
   *dead = drain(c);
   return c;
 }
@@ -77,6 +79,7 @@ Cell* CellTable::acquire_exact(ActorRef ref, std::uint64_t* dead) {
   live_.fetch_add(1, std::memory_order_relaxed);
   Cell* c = cell(slot);
   c->generation = ref.generation();
+  c->issued = std::max(c->issued, ref.generation());
   *dead = drain(c);
   return c;
 }
@@ -84,7 +87,14 @@ Cell* CellTable::acquire_exact(ActorRef ref, std::uint64_t* dead) {
 void CellTable::release(Cell* c) noexcept {
   c->id.store(0, std::memory_order_release);
   std::lock_guard lock(mutex_);
-  c->generation = c->generation == UINT32_MAX ? 1 : c->generation + 1;
+  // Past every generation issued here, not just past the one leaving: after a restore of an
+  // older generation, `generation + 1` could be a generation a stale reference still holds.
+  if (c->issued == UINT32_MAX) {
+    c->generation = 1;  // wrapped around, as before: four billion reuses of one slot
+    c->issued = 0;
+  } else {
+    c->generation = c->issued + 1;
+  }
   in_use_[c->slot] = false;
   {
     HeapScope system(nullptr);

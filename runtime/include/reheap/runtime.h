@@ -97,8 +97,10 @@ class Runtime {
   int workers() const noexcept;
 
   // Creates a heap, constructs R(args...) in it on the calling thread (the constructor's
-  // exceptions propagate, leaving nothing behind), and starts it on its worker: on_start runs
-  // there before any message. Callable from any thread, reactors included (runtime().spawn).
+  // exceptions propagate, leaving no reactor behind; the heap goes at once, unless the exception
+  // holds memory of it, like std::runtime_error's message: then it goes with the runtime), and
+  // starts it on its worker: on_start runs there before any message. Callable from any thread,
+  // reactors included (runtime().spawn).
   // Arguments are copied into the new heap by R's constructor; they must not point into another
   // reactor's heap.
   template <class R, class... Args>

@@ -1,0 +1,252 @@
+// Timers: one-shot and periodic firing, cancellation (also from inside on_timer), and timers
+// following their reactor to another worker and through a snapshot and restore.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "reheap/runtime.h"
+#include "runtime_support.h"
+
+namespace reheap {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using rttest::Log;
+using rttest::Probe;
+using rttest::TempDir;
+
+// What a timer reactor reports: which event, for which timer, on which worker, and when.
+struct Event {
+  std::string what;  // "start", "timer", "restored", ...
+  TimerId id = 0;
+  int worker = -1;
+  Clock::time_point at;
+};
+
+void busy_for(std::chrono::milliseconds d) {
+  const auto until = Clock::now() + d;
+  while (Clock::now() < until) {
+  }
+}
+
+std::vector<Event> only(const std::vector<Event>& events, const std::string& what, TimerId id = 0) {
+  std::vector<Event> out;
+  for (const Event& e : events) {
+    if (e.what == what && (id == 0 || e.id == id)) out.push_back(e);
+  }
+  return out;
+}
+
+bool wait_until_shot(Log<Event>& log) {
+  return rttest::wait_until([&] { return !only(log.items(), "shot").empty(); });
+}
+
+// Starts a one-shot after a long on_start (so the worker's loop clock is stale by then), and a
+// much later sentinel: once the sentinel fired, the one-shot had every chance to fire twice.
+class OneShot : public Reactor {
+ public:
+  explicit OneShot(Log<Event>* log) : log_(log) {}
+  void on_start() override {
+    busy_for(30ms);
+    log_->add({"start", 0, worker(), Clock::now()});
+    shot_ = start_timer(20ms);
+    sentinel_ = start_timer(150ms);
+  }
+  void on_timer(TimerId id) override {
+    log_->add({id == shot_       ? "shot"
+               : id == sentinel_ ? "sentinel"
+                                 : "other",
+               id, worker(), Clock::now()});
+  }
+
+ private:
+  Log<Event>* log_;
+  TimerId shot_ = 0;
+  TimerId sentinel_ = 0;
+};
+
+TEST(Timers, AOneShotTimerFiresOnceAndNotBeforeItsDelayEvenAfterALongHook) {
+  Log<Event> log;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  rt.spawn<OneShot>(&log);
+  ASSERT_TRUE(log.wait_size(3));
+  const std::vector<Event> events = log.items();
+  ASSERT_EQ(events.front().what, "start");
+  EXPECT_EQ(events.back().what, "sentinel");
+  const std::vector<Event> shots = only(events, "shot");
+  ASSERT_EQ(shots.size(), 1u) << "a one-shot timer fired more than once (or never)";
+  EXPECT_GE(shots[0].at - events.front().at, 20ms) << "the timer fired before its delay";
+  EXPECT_GE(only(events, "sentinel")[0].at - events.front().at, 150ms);
+}
+
+// Ticks every 3 ms; on the fifth tick it cancels itself from inside on_timer and starts a
+// sentinel.
+class Periodic : public Reactor {
+ public:
+  explicit Periodic(Log<Event>* log) : log_(log) {}
+  void on_start() override {
+    log_->add({"start", 0, worker(), Clock::now()});
+    tick_ = start_timer(3ms, 3ms);
+  }
+  void on_timer(TimerId id) override {
+    if (id != tick_) {
+      log_->add({"sentinel", id, worker(), Clock::now()});
+      return;
+    }
+    log_->add({"tick", id, worker(), Clock::now()});
+    if (++ticks_ == 5) {
+      cancel_timer(tick_);
+      cancel_timer(tick_);  // twice: a no-op
+      start_timer(40ms);
+    }
+  }
+
+ private:
+  Log<Event>* log_;
+  TimerId tick_ = 0;
+  int ticks_ = 0;
+};
+
+TEST(Timers, APeriodicTimerFiresRepeatedlyUntilCancelledFromInsideOnTimer) {
+  Log<Event> log;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  rt.spawn<Periodic>(&log);
+  ASSERT_TRUE(log.wait_size(7));  // start, 5 ticks, sentinel
+  const std::vector<Event> events = log.items();
+  EXPECT_EQ(events.back().what, "sentinel");
+  const std::vector<Event> ticks = only(events, "tick");
+  ASSERT_EQ(ticks.size(), 5u) << "the cancelled timer kept firing";
+  EXPECT_GE(ticks[0].at - events.front().at, 3ms);
+  for (std::size_t i = 1; i < ticks.size(); ++i) EXPECT_GT(ticks[i].at, ticks[i - 1].at);
+  // Five periods cannot pass in less than 4 x 3 ms after the first tick (minus the loop clock's
+  // millisecond granularity).
+  EXPECT_GE(ticks.back().at - ticks.front().at, 4 * 3ms - 1ms);
+}
+
+// Cancels a timer before it fires, cancels ids that do not exist, and has one timer cancel
+// another that is due in the same tick.
+class Canceller : public Reactor {
+ public:
+  explicit Canceller(Log<Event>* log) : log_(log) {}
+  void on_start() override {
+    const TimerId never = start_timer(10ms);
+    cancel_timer(never);
+    cancel_timer(12345);  // never started: a no-op
+    first_ = start_timer(5ms);
+    second_ = start_timer(5ms);
+    start_timer(60ms);  // sentinel
+  }
+  void on_timer(TimerId id) override {
+    if (id == first_) {
+      cancel_timer(second_);
+      log_->add({"first", id, worker(), Clock::now()});
+    } else if (id == second_) {
+      log_->add({"second", id, worker(), Clock::now()});
+    } else {
+      log_->add({"other", id, worker(), Clock::now()});
+    }
+  }
+
+ private:
+  Log<Event>* log_;
+  TimerId first_ = 0;
+  TimerId second_ = 0;
+};
+
+TEST(Timers, ACancelledTimerNeverFiresAlsoWhenCancelledByAnotherTimerDueInTheSameTick) {
+  Log<Event> log;
+  Runtime rt(RuntimeConfig{.workers = 1});
+  rt.spawn<Canceller>(&log);
+  ASSERT_TRUE(log.wait_size(2));
+  ASSERT_TRUE(rt.wait_idle());
+  const std::vector<Event> events = log.items();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].what, "first");
+  EXPECT_EQ(events[1].what, "other") << "only the sentinel may fire after the first timer";
+}
+
+// Ticks every 2 ms and has one long one-shot pending; reports every firing with its worker.
+struct Arm {
+  std::int64_t one_shot_ms;
+};
+
+class Mover : public Reactor {
+ public:
+  Mover(Log<Event>* log, Probe* armed) : log_(log), armed_(armed) { handle<&Mover::on_arm>(); }
+  void on_start() override { tick_ = start_timer(2ms, 2ms); }
+  void on_arm(const Arm& a) {
+    log_->add({"armed", 0, worker(), Clock::now()});
+    shot_ = start_timer(std::chrono::milliseconds(a.one_shot_ms));
+    armed_->done(shot_);
+  }
+  void on_timer(TimerId id) override {
+    log_->add({id == tick_ ? "tick" : id == shot_ ? "shot" : "other", id, worker(), Clock::now()});
+  }
+  void on_restored() override { log_->add({"restored", 0, worker(), Clock::now()}); }
+
+ private:
+  Log<Event>* log_;
+  Probe* armed_;
+  TimerId tick_ = 0;
+  TimerId shot_ = 0;
+};
+
+TEST(Timers, TimersKeepFiringOnTheNewWorkerAfterAMove) {
+  Log<Event> log;
+  Probe armed;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  SpawnOptions on0;
+  on0.worker = 0;
+  const ActorRef r = rt.spawn<Mover>(on0, &log, &armed);
+  ASSERT_EQ(rt.send(r, Arm{200}), SendResult::kOk);
+  ASSERT_TRUE(armed.wait_for(1));
+  ASSERT_TRUE(log.wait_size(4));  // armed, and some ticks on worker 0
+  rt.move(r, 1);
+  const std::size_t at_move = log.size();
+  ASSERT_TRUE(log.wait_size(at_move + 5));
+  ASSERT_TRUE(wait_until_shot(log));
+  const std::vector<Event> events = log.items();
+  for (std::size_t i = 0; i < at_move; ++i) EXPECT_EQ(events[i].worker, 0) << "event " << i;
+  for (std::size_t i = at_move; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].worker, 1) << "event " << i << " (" << events[i].what << ") after the move";
+  }
+  const std::vector<Event> shots = only(events, "shot");
+  ASSERT_EQ(shots.size(), 1u);
+  EXPECT_GE(shots[0].at - only(events, "armed")[0].at, 200ms);
+  EXPECT_EQ(rt.stats(r).worker, 1);
+}
+
+TEST(Timers, TimersAreRestoredAfterASnapshotAndRestore) {
+  TempDir dir;
+  Log<Event> log;
+  Probe armed;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  const ActorRef r = rt.spawn<Mover>(&log, &armed);
+  ASSERT_TRUE(log.wait_size(2));  // ticking
+  ASSERT_EQ(rt.send(r, Arm{400}), SendResult::kOk);
+  ASSERT_TRUE(armed.wait_for(1));
+  const TimerId shot = armed.value();
+  rt.snapshot(r, dir / "mover.snap");
+  ASSERT_TRUE(rt.stop(r));
+  ASSERT_TRUE(rt.wait_stopped(r));
+  const std::size_t before = log.size();
+  ASSERT_TRUE(only(log.items(), "shot").empty()) << "the one-shot fired before the snapshot";
+  EXPECT_EQ(rt.restore(dir / "mover.snap"), r);
+  ASSERT_TRUE(log.wait_size(before + 4));
+  ASSERT_TRUE(wait_until_shot(log));
+  const std::vector<Event> events = log.items();
+  const std::vector<Event> after(events.begin() + static_cast<std::ptrdiff_t>(before),
+                                 events.end());
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(after.front().what, "restored") << "on_restored comes before any timer";
+  EXPECT_GE(only(after, "tick").size(), 3u) << "the periodic timer did not come back";
+  const std::vector<Event> shots = only(after, "shot");
+  ASSERT_EQ(shots.size(), 1u);
+  EXPECT_EQ(shots[0].id, shot) << "the one-shot keeps its id";
+}
+
+}  // namespace
+}  // namespace reheap
