@@ -60,8 +60,13 @@ class RuntimeImpl {
 
   Worker& pick_worker(int requested);
   std::uint64_t in_flight() const noexcept;
+  // `w`: the calling thread's worker of this runtime, or null for any other thread.
   void count_sent(Worker* w) noexcept {
-    (w != nullptr ? w->sent : external_sent).fetch_add(1, std::memory_order_relaxed);
+    if (w != nullptr) {
+      w->count_sent();
+    } else {
+      external_sent.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   // Throws std::logic_error if the calling thread is one of this runtime's workers: `operation`

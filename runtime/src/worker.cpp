@@ -302,7 +302,7 @@ void Worker::run_messages(Cell* c) {
   if (!c->started) {
     adopt(c);
     run_start_hooks(c);
-    consumed.fetch_add(1, std::memory_order_relaxed);  // the spawn or restore itself
+    count_consumed();  // the spawn or restore itself
   }
   RuntimeImpl& rt = runtime_;
   const std::uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
@@ -322,7 +322,7 @@ void Worker::run_messages(Cell* c) {
         e->receiver == c->id.load(std::memory_order_relaxed)) [[unlikely]] {
       free_envelope(e);
       c->stats.dropped++;
-      consumed.fetch_add(1, std::memory_order_relaxed);
+      count_consumed();
       continue;
     }
     if (e->receiver != c->id.load(std::memory_order_relaxed)) {
@@ -338,7 +338,7 @@ void Worker::run_messages(Cell* c) {
       invoke(c, "on_message", [&m](Reactor& r) { r.on_message(m); });
     }
     free_envelope(e);
-    consumed.fetch_add(1, std::memory_order_relaxed);
+    count_consumed();
     after_hook(c);
     if (!c->started) {
       run_start_hooks(c);  // restarted from a snapshot: on_restored before the next message
@@ -426,7 +426,7 @@ void Worker::teardown(Cell* c) {
     c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
     free_envelope(e);
     runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
-    consumed.fetch_add(1, std::memory_order_relaxed);
+    count_consumed();
   }
   disown(c);
   c->state = CellState::kFree;

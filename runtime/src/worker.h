@@ -114,9 +114,17 @@ class Worker {
   // Worker thread: the reactor stops after the current hook (on_stop first if `graceful`).
   void request_stop(Cell* c, bool graceful);
 
-  // Counters the runtime sums for wait_idle (see runtime_impl.h).
+  // Counters the runtime sums for wait_idle (see runtime_impl.h). Only this worker's thread
+  // writes them, so a relaxed load and store replace a locked read-modify-write.
   std::atomic<std::uint64_t> sent{0};
   std::atomic<std::uint64_t> consumed{0};
+  void count_sent() noexcept {
+    sent.store(sent.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // Release: whoever sees this count also sees the sends the handler made before it.
+  void count_consumed() noexcept {
+    consumed.store(consumed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
   std::atomic<std::uint64_t> wakeups{0};
 
   char* read_buffer() noexcept { return read_buffer_; }
