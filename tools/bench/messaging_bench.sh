@@ -5,7 +5,7 @@
 # an order that rotates from one repetition to the next. The table gives the median rate of the
 # repetitions and their spread (min..max), and reheap's ratio to CAF and to the raw libuv bound
 # (above 1 means reheap is faster); a ratio is printed only when both sides ran. An executable
-# that does not exist is skipped (messaging_bench_reheap until the runtime has messaging). See
+# that does not exist is skipped. See
 # "Messaging benchmarks" in tools/bench/README.md for what each test does.
 #
 # usage: bash tools/bench/messaging_bench.sh [--build-dir DIR] [--quick] [--reps N] [--raw FILE]
@@ -66,7 +66,7 @@ for impl in "${impls[@]}"; do
 done
 if [[ ${#available[@]} -eq 0 ]]; then
   echo "messaging_bench.sh: no messaging_bench_* in $bin_dir; build first:" >&2
-  echo "  cmake --preset release && cmake --build build/release -j2 --target messaging_bench_caf messaging_bench_rawuv" >&2
+  echo "  cmake --preset release && cmake --build build/release -j2 --target messaging_bench_reheap messaging_bench_caf messaging_bench_rawuv" >&2
   exit 1
 fi
 
@@ -112,18 +112,31 @@ run_one() {
   done
 }
 
-# The rows of the table: a test and which implementations run it. The extra row runs CAF's
+# The rows of the table: a test and which implementations run it. The extra rows run CAF's
 # pingpong with detached actors, which CAF does put on two threads (its scheduled actors mostly
-# share one worker; see the NOTE lines).
+# share one worker; see the NOTE lines), and reheap's pingpong with workers that poll for work
+# spin_us µs before they sleep (RuntimeConfig::spin; CAF's workers poll before they sleep too),
+# unpinned and with each worker pinned to a CPU of its own (--pin): unpinned, the scheduler often
+# puts both workers on one CPU, where the spinning one keeps the other from running.
+spin_us=50
 rows=("${tests[@]}")
 have_caf=0
-for impl in "${available[@]}"; do [[ $impl == caf ]] && have_caf=1; done
+have_reheap=0
+for impl in "${available[@]}"; do
+  [[ $impl == caf ]] && have_caf=1
+  [[ $impl == reheap ]] && have_reheap=1
+done
+[[ $have_reheap -eq 1 ]] && rows+=(pingpong-spin pingpong-spin-pin)
 [[ $have_caf -eq 1 ]] && rows+=(pingpong-detached)
 
 echo "running: ${available[*]}; $reps repetitions each; $(if [[ $quick -eq 1 ]]; then echo quick; else echo full; fi) sizes" >&2
 for row in "${rows[@]}"; do
   if [[ $row == pingpong-detached ]]; then
     test=pingpong; row_impls=(caf); extra=(--detached)
+  elif [[ $row == pingpong-spin ]]; then
+    test=pingpong; row_impls=(reheap); extra=(--spin "$spin_us")
+  elif [[ $row == pingpong-spin-pin ]]; then
+    test=pingpong; row_impls=(reheap); extra=(--spin "$spin_us" --pin)
   else
     test=$row; row_impls=("${available[@]}"); extra=()
   fi
@@ -206,6 +219,13 @@ for row in "${rows[@]}"; do
     s_caf=$(stats pingpong-detached caf)
     s_raw=""
     label="pingpong, CAF --detached"
+  elif [[ $row == pingpong-spin* ]]; then
+    # reheap with spinning workers, compared with the plain pingpong of the others.
+    s_reheap=$(stats "$row" reheap)
+    s_caf=$(stats pingpong caf)
+    s_raw=$(stats pingpong rawuv)
+    label="pingpong, reheap --spin $spin_us"
+    [[ $row == pingpong-spin-pin ]] && label+=" --pin"
   else
     s_reheap=$(stats "$row" reheap)
     s_caf=$(stats "$row" caf)
@@ -220,6 +240,10 @@ for row in "${rows[@]}"; do
 done
 echo
 echo "Cells: median rate (min..max). Ratios: reheap's median rate over the other's (above 1: reheap faster)."
+if [[ $have_reheap -eq 1 ]]; then
+  echo "The \"reheap --spin $spin_us\" rows: reheap's workers poll for work $spin_us µs before sleeping (--pin: each"
+  echo "pinned to a CPU of its own); their ratios use the others' pingpong row, whose cells they repeat."
+fi
 if [[ $have_caf -eq 1 ]]; then
   echo "The \"CAF --detached\" row gives each CAF actor its own thread; its ratio uses reheap's pingpong."
 fi

@@ -14,6 +14,7 @@ namespace {
 
 const char* g_impl = "?";
 const char* g_extra_usage = nullptr;
+const char* g_variant = nullptr;
 
 struct Note {
   const char* key;
@@ -88,6 +89,27 @@ bool take_flag(int& argc, char** argv, const char* flag) noexcept {
   return found;
 }
 
+const char* take_value(int& argc, char** argv, const char* flag) {
+  const char* value = nullptr;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "messaging_bench: %s wants a value\n", flag);
+        std::exit(2);
+      }
+      value = argv[++i];
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  argv[argc] = nullptr;
+  return value;
+}
+
+void set_variant(const char* variant) noexcept { g_variant = variant; }
+
 Options parse_options(int argc, char** argv, const char* impl, const char* extra_usage) {
   g_impl = impl;
   g_extra_usage = extra_usage;
@@ -145,16 +167,19 @@ std::uint64_t warmup_n(const Options& options) noexcept {
 }
 
 void print_result(const char* impl, Test test, std::uint64_t n, Seconds seconds) {
+  const char* dash = g_variant != nullptr ? "-" : "";
+  const char* variant = g_variant != nullptr ? g_variant : "";
   if (seconds) {
-    std::printf("RESULT impl=%s test=%s n=%llu seconds=%.6f rate=%.0f\n", impl, test_name(test),
-                static_cast<unsigned long long>(n), *seconds,
+    std::printf("RESULT impl=%s test=%s%s%s n=%llu seconds=%.6f rate=%.0f\n", impl,
+                test_name(test), dash, variant, static_cast<unsigned long long>(n), *seconds,
                 static_cast<double>(n) / *seconds);
   } else {
-    std::printf("RESULT impl=%s test=%s n=%llu seconds=n/a rate=n/a\n", impl, test_name(test),
-                static_cast<unsigned long long>(n));
+    std::printf("RESULT impl=%s test=%s%s%s n=%llu seconds=n/a rate=n/a\n", impl, test_name(test),
+                dash, variant, static_cast<unsigned long long>(n));
   }
   for (const Note& entry : g_notes) {
-    std::printf("NOTE impl=%s test=%s %s=%.1f\n", impl, test_name(test), entry.key, entry.value);
+    std::printf("NOTE impl=%s test=%s%s%s %s=%.1f\n", impl, test_name(test), dash, variant,
+                entry.key, entry.value);
   }
   g_notes.clear();
   std::fflush(stdout);

@@ -2,10 +2,10 @@
 // default sizes, the command line, the warm-up and repetition loop, the RESULT lines and the
 // correctness checks' failure path.
 //
-// Each implementation (messaging_bench_caf, messaging_bench_rawuv, and messaging_bench_reheap
-// once the runtime has messaging) is one executable that links this file and provides one
-// function, `run_once(test, n)`, which performs the test once with `n` units of work, checks its
-// result, and returns the measured seconds. The command line is
+// Each implementation (messaging_bench_reheap, messaging_bench_caf, messaging_bench_rawuv) is one
+// executable that links this file and provides one function, `run_once(test, n)`, which
+// performs the test once with `n` units of work, checks its result, and returns the measured
+// seconds. The command line is
 //
 //   <bin> <pingpong|oneway|spawn|fanin> [--n N] [--reps R] [--no-warmup] [--senders S]
 //
@@ -54,6 +54,15 @@ Options parse_options(int argc, char** argv, const char* impl, const char* extra
 
 // Removes every occurrence of `flag` from argv (adjusting argc); returns whether there was one.
 bool take_flag(int& argc, char** argv, const char* flag) noexcept;
+
+// Removes every occurrence of `flag VALUE` from argv (adjusting argc); returns the last VALUE, or
+// nullptr if the flag is absent. A flag without a value is an error (usage, status 2).
+const char* take_value(int& argc, char** argv, const char* flag);
+
+// Names a variant of the tests in the RESULT and NOTE lines, which then say
+// `test=<test>-<variant>` (reheap's `--spin` prints test=pingpong-spin, say), so that the driver
+// and people reading raw lines never mix a variant up with the plain test. nullptr: no variant.
+void set_variant(const char* variant) noexcept;
 
 // What a test run returns: the seconds it measured, or nothing when this implementation does not
 // have the test (printed as n/a).

@@ -1,0 +1,454 @@
+// messaging_bench_reheap: the messaging benchmarks on reheap's runtime.
+//
+// The runtime is used the way its headers show: reactors derived from reheap::Reactor, typed
+// handlers registered with handle<&R::fn>(), messages that are small trivially copyable structs
+// (so they travel raw and are read in place, never decoded), `send`, `stop`, `runtime().spawn`
+// from a reactor, and Runtime::spawn / stop / wait_stopped / stats from main. One Runtime serves
+// the whole process (warm-up and repetitions), like CAF's one actor_system.
+//
+// Configuration: RuntimeConfig{.workers = 2} (two cores); everything else at the runtime's
+// defaults (batch 64, no spinning). `--spin US` sets RuntimeConfig::spin: an idle worker polls
+// its run queue for US microseconds before it sleeps in epoll. Runs with it print
+// `test=<test>-spin` so that they never mix with the default ones. `--batch N` (messages per
+// reactor turn) and `--pin` (worker i on the i-th allowed CPU, which the runtime cannot do, so a
+// reactor on each worker pins its thread) are there to explore; they add -batch / -pin.
+//
+// Where reactors run is ours to say (SpawnOptions::worker), unlike in CAF: the pair of pingpong
+// and oneway is put on workers 0 and 1, so every hand-over crosses threads; fanin spreads its
+// senders over both workers. NOTE lines give the runtime's wake-ups (eventfd writes to a sleeping
+// worker) per unit of work, and for oneway/fanin the longest the receiver's mailbox got.
+//
+// The tests (what "n" counts is in messaging_bench.h), each checked like the CAF and raw ones:
+//   pingpong  Pinger (worker 0) sends Ping{v} to Ponger (worker 1), which answers Pong{v} to the
+//             message's sender; Pinger checks v and sends v + 1, n times. Clock: in Pinger, from
+//             its first send (on_start) to the n-th reply.
+//   oneway    a Source (worker 0) sends Item{0, seq} for seq = 1..n from its on_start, in one go,
+//             and stops; the Sink (worker 1) checks the order and the sum and stops the clock at
+//             the n-th message. Memory: like CAF's sender, which sends everything from its
+//             initialization into an unbounded mailbox, the Source is not flow-controlled: the
+//             Sink's mailbox is unbounded and what the Sink has not yet taken stays in flight
+//             (the NOTE queue_high_water shows how much did). A bounded mailbox with kReject
+//             would make the sender retry on kMailboxFull, which CAF's sender does not have to.
+//   fanin     S Sources, spawned from main on workers 0, 1, 0, 1, ... send Item{i, seq} for
+//             seq = 1..n/S from their on_start; the Sink (worker 1) checks each sender's order
+//             and the total. Clock: from before the first Source is spawned to the n-th message.
+//   spawn     a Spawner (worker 0) spawns Children in waves of 1,000 with runtime().spawn (no
+//             worker given: the runtime places them round robin over both workers); each Child
+//             sends Done to the Spawner from on_start and stops. The next wave starts when the
+//             previous wave's last Done has arrived. Clock: in main, from spawning the Spawner
+//             until every reactor has stopped (the Spawner's last Done, then
+//             Runtime::stats().reactors polled back to 0): CAF's await_all_actors_done.
+//
+// The reactors hold pointers to result records in main's memory. That breaks the rule that a
+// reactor's heap points only into itself, which matters only for snapshots; none is taken here.
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "messaging_bench.h"
+#include "reheap/runtime.h"
+
+namespace reheapbench {
+namespace {
+
+using msgbench::Clock;
+using msgbench::fail;
+using reheap::ActorRef;
+using reheap::Reactor;
+using reheap::Runtime;
+using reheap::SendResult;
+using reheap::SpawnOptions;
+
+constexpr std::uint64_t kSpawnWave = 1000;
+// Long enough for the full sizes on a slow machine; a test that takes longer has hung.
+constexpr std::chrono::milliseconds kStopTimeout{600'000};
+
+unsigned long long ull(std::uint64_t v) { return static_cast<unsigned long long>(v); }
+
+SpawnOptions on_worker(int worker) {
+  SpawnOptions options;
+  options.worker = worker;
+  return options;
+}
+
+void check_sent(SendResult result, const char* what) {
+  if (result != SendResult::kOk) fail("%s: send failed: %s", what, reheap::to_string(result));
+}
+
+// Set by a reactor when its test is over; main waits for it. In main's memory.
+class Finish {
+ public:
+  void signal() noexcept {
+    done_.store(true, std::memory_order_release);
+    done_.notify_all();
+  }
+  void wait() const noexcept { done_.wait(false, std::memory_order_acquire); }
+
+ private:
+  std::atomic<bool> done_{false};
+};
+
+void wait_stopped(Runtime& rt, ActorRef ref, const char* what) {
+  if (!rt.wait_stopped(ref, kStopTimeout)) fail("%s did not stop", what);
+}
+
+// Until no reactor lives (Runtime has no "wait for all", so poll its count).
+void wait_all_stopped(Runtime& rt) {
+  const auto deadline = Clock::now() + kStopTimeout;
+  while (rt.stats().reactors != 0) {
+    if (Clock::now() > deadline) fail("%zu reactors still alive", rt.stats().reactors);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+// Wake-ups (eventfd writes to sleeping workers) per unit of work since `before`.
+void note_wakeups(Runtime& rt, std::uint64_t before, std::uint64_t n) {
+  msgbench::note("wakeups_per_1k",
+                 1000.0 * static_cast<double>(rt.stats().wakeups - before) / static_cast<double>(n));
+}
+
+// ---- pingpong ----------------------------------------------------------------------------------
+
+struct Ping {
+  std::uint64_t value;
+};
+struct Pong {
+  std::uint64_t value;
+};
+
+struct PingPongResult {
+  std::uint64_t n = 0;
+  std::uint64_t replies = 0;
+  Clock::time_point start, end;
+  Finish finish;
+};
+
+class Ponger final : public Reactor {
+ public:
+  Ponger() { handle<&Ponger::on_ping>(); }
+
+  // Typed handlers do not see the message's sender, so remember it on the way through.
+  void on_message(const reheap::Message& message) override {
+    sender_ = message.sender();
+    Reactor::on_message(message);
+  }
+
+ private:
+  void on_ping(const Ping& ping) { check_sent(send(sender_, Pong{ping.value}), "pong"); }
+
+  ActorRef sender_;
+};
+
+class Pinger final : public Reactor {
+ public:
+  Pinger(ActorRef peer, PingPongResult* result) : peer_(peer), result_(result) {
+    handle<&Pinger::on_pong>();
+  }
+
+  void on_start() override {
+    result_->start = Clock::now();
+    check_sent(send(peer_, Ping{1}), "ping");
+  }
+
+ private:
+  void on_pong(const Pong& pong) {
+    if (pong.value != replies_ + 1) {
+      fail("pingpong: reply %llu to ping %llu", ull(pong.value), ull(replies_ + 1));
+    }
+    if (++replies_ == result_->n) {
+      result_->end = Clock::now();
+      result_->replies = replies_;
+      stop();
+      result_->finish.signal();
+      return;
+    }
+    check_sent(send(peer_, Ping{pong.value + 1}), "ping");
+  }
+
+  ActorRef peer_;
+  PingPongResult* result_;
+  std::uint64_t replies_ = 0;
+};
+
+double run_pingpong(Runtime& rt, std::uint64_t n) {
+  PingPongResult result;
+  result.n = n;
+  const std::uint64_t wakeups = rt.stats().wakeups;
+  const ActorRef pong = rt.spawn<Ponger>(on_worker(1));
+  const ActorRef ping = rt.spawn<Pinger>(on_worker(0), pong, &result);
+  result.finish.wait();
+  if (result.replies != n) fail("pingpong: %llu round trips of %llu", ull(result.replies), ull(n));
+  note_wakeups(rt, wakeups, n);
+  rt.stop(pong);
+  wait_stopped(rt, ping, "the pinger");
+  wait_stopped(rt, pong, "the ponger");
+  return msgbench::seconds_between(result.start, result.end);
+}
+
+// ---- oneway and fanin --------------------------------------------------------------------------
+
+struct Item {
+  std::uint64_t sender;
+  std::uint64_t seq;
+};
+
+struct StreamResult {
+  std::uint64_t n = 0;
+  std::uint64_t senders = 0;
+  std::uint64_t per_sender = 0;
+  Clock::time_point start, end;
+  Finish finish;
+};
+
+class Sink final : public Reactor {
+ public:
+  explicit Sink(StreamResult* result) : result_(result), next_seq_(result->senders, 1) {
+    handle<&Sink::on_item>();
+  }
+
+ private:
+  void on_item(const Item& item) {
+    if (item.sender >= next_seq_.size() || item.seq != next_seq_[item.sender]) {
+      fail("message %llu of sender %llu arrived out of order", ull(item.seq), ull(item.sender));
+    }
+    ++next_seq_[item.sender];
+    sum_ += item.seq;
+    if (++received_ == result_->n) {
+      result_->end = Clock::now();
+      const std::uint64_t expected = result_->senders * msgbench::sum_1_to(result_->per_sender);
+      if (sum_ != expected) {
+        fail("received %llu messages summing to %llu instead of %llu", ull(received_), ull(sum_),
+             ull(expected));
+      }
+      result_->finish.signal();
+    }
+  }
+
+  StreamResult* result_;
+  std::vector<std::uint64_t> next_seq_;  // per sender, in this reactor's heap
+  std::uint64_t received_ = 0;
+  std::uint64_t sum_ = 0;
+};
+
+class Source final : public Reactor {
+ public:
+  Source(ActorRef sink, StreamResult* result, std::uint64_t index)
+      : sink_(sink), result_(result), index_(index) {}
+
+  void on_start() override {
+    if (result_->senders == 1) result_->start = Clock::now();
+    const std::uint64_t per_sender = result_->per_sender;
+    for (std::uint64_t seq = 1; seq <= per_sender; ++seq) {
+      check_sent(send(sink_, Item{index_, seq}), "item");
+    }
+    stop();
+  }
+
+ private:
+  ActorRef sink_;
+  StreamResult* result_;
+  std::uint64_t index_;
+};
+
+double run_stream(Runtime& rt, std::uint64_t n, std::uint64_t senders) {
+  StreamResult result;
+  result.n = n;
+  result.senders = senders;
+  result.per_sender = n / senders;
+  const std::uint64_t wakeups = rt.stats().wakeups;
+  const ActorRef sink = rt.spawn<Sink>(on_worker(1), &result);
+  std::vector<ActorRef> sources;
+  sources.reserve(senders);
+  if (senders > 1) result.start = Clock::now();
+  for (std::uint64_t i = 0; i < senders; ++i) {
+    const int worker = senders == 1 ? 0 : static_cast<int>(i % 2);
+    sources.push_back(rt.spawn<Source>(on_worker(worker), sink, &result, i));
+  }
+  result.finish.wait();
+  note_wakeups(rt, wakeups, n);
+  msgbench::note("queue_high_water", static_cast<double>(rt.stats(sink).queue_high_water));
+  rt.stop(sink);
+  for (ActorRef source : sources) wait_stopped(rt, source, "a source");
+  wait_stopped(rt, sink, "the sink");
+  return msgbench::seconds_between(result.start, result.end);
+}
+
+// ---- spawn -------------------------------------------------------------------------------------
+
+struct Done {};
+
+class Child final : public Reactor {
+ public:
+  explicit Child(ActorRef parent) : parent_(parent) {}
+
+  void on_start() override {
+    check_sent(send(parent_, Done{}), "done");
+    stop();
+  }
+
+ private:
+  ActorRef parent_;
+};
+
+struct SpawnResult {
+  std::uint64_t done = 0;  // Done messages the Spawner received
+  Finish finish;           // the last one arrived
+};
+
+class Spawner final : public Reactor {
+ public:
+  Spawner(std::uint64_t n, SpawnResult* result) : to_spawn_(n), result_(result) {
+    handle<&Spawner::on_done>();
+  }
+
+  void on_start() override { spawn_wave(); }
+
+ private:
+  void on_done(const Done&) {
+    ++result_->done;
+    if (--outstanding_ > 0) return;
+    if (to_spawn_ > 0) {
+      spawn_wave();
+    } else {
+      stop();
+      result_->finish.signal();
+    }
+  }
+
+  void spawn_wave() {
+    const std::uint64_t wave = std::min(kSpawnWave, to_spawn_);
+    to_spawn_ -= wave;
+    outstanding_ = wave;
+    for (std::uint64_t i = 0; i < wave; ++i) runtime().spawn<Child>(self());
+  }
+
+  std::uint64_t to_spawn_;
+  std::uint64_t outstanding_ = 0;
+  SpawnResult* result_;
+};
+
+// Main waits for the Spawner's signal rather than in Runtime::wait_stopped: the runtime notifies
+// wait_stopped's condition variable at every reactor's stop, which would wake main once per
+// Child and charge a million context switches to the runtime.
+double run_spawn(Runtime& rt, std::uint64_t n) {
+  SpawnResult result;
+  const std::uint64_t wakeups = rt.stats().wakeups;
+  const Clock::time_point start = Clock::now();
+  rt.spawn<Spawner>(on_worker(0), n, &result);
+  result.finish.wait();
+  wait_all_stopped(rt);
+  const Clock::time_point end = Clock::now();
+  if (result.done != n) fail("spawn: %llu actors reported of %llu", ull(result.done), ull(n));
+  note_wakeups(rt, wakeups, n);
+  return msgbench::seconds_between(start, end);
+}
+
+// ---- --pin -------------------------------------------------------------------------------------
+
+// Pins the worker it runs on to `cpu`. The runtime has no option to pin its workers, but a
+// reactor's hooks run on its worker's thread, so a reactor can pin that thread itself.
+class Pin final : public Reactor {
+ public:
+  Pin(int cpu, Finish* done) : cpu_(cpu), done_(done) {}
+
+  void on_start() override {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu_, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+      fail("cannot pin worker %d to CPU %d", worker(), cpu_);
+    }
+    stop();
+    done_->signal();
+  }
+
+ private:
+  int cpu_;
+  Finish* done_;
+};
+
+// Worker i on the i-th CPU this process may use.
+void pin_workers(Runtime& rt) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) fail("sched_getaffinity failed");
+  int cpu = 0;
+  for (int w = 0; w < rt.workers(); ++w, ++cpu) {
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed)) ++cpu;
+    if (cpu == CPU_SETSIZE) fail("--pin needs %d CPUs", rt.workers());
+    Finish done;
+    rt.spawn<Pin>(on_worker(w), cpu, &done);
+    done.wait();
+  }
+  wait_all_stopped(rt);
+}
+
+}  // namespace
+
+// The value of a numeric flag of ours, `fallback` when absent; exits with status 2 if malformed.
+long parse_knob(const char* flag, const char* text, long fallback, long max) {
+  if (text == nullptr) return fallback;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > max) {
+    std::fprintf(stderr, "messaging_bench_reheap: %s wants an integer from 0 to %ld, not '%s'\n",
+                 flag, max, text);
+    std::exit(2);
+  }
+  return value;
+}
+
+}  // namespace reheapbench
+
+int main(int argc, char** argv) {
+  const char* spin_text = msgbench::take_value(argc, argv, "--spin");
+  const char* batch_text = msgbench::take_value(argc, argv, "--batch");
+  const bool pin = msgbench::take_flag(argc, argv, "--pin");
+  const msgbench::Options options = msgbench::parse_options(
+      argc, argv, "reheap",
+      "reheap options (each one names a variant: RESULT lines then say, e.g.,\n"
+      "test=pingpong-spin or test=pingpong-spin-pin):\n"
+      "  --spin US   an idle worker polls for work US microseconds before it sleeps\n"
+      "              (RuntimeConfig::spin; default 0)\n"
+      "  --batch N   messages a reactor handles per turn (RuntimeConfig::batch; default: the\n"
+      "              runtime's)\n"
+      "  --pin       pin worker i to the i-th allowed CPU (default: unpinned, like CAF)\n");
+  const long spin_us = reheapbench::parse_knob("--spin", spin_text, 0, 1'000'000);
+  const long batch = reheapbench::parse_knob("--batch", batch_text, 1, 1'000'000'000);
+
+  reheap::RuntimeConfig config{.workers = 2};
+  config.spin = std::chrono::microseconds(spin_us);
+  if (batch_text != nullptr) config.batch = static_cast<std::uint32_t>(batch);
+  static std::string variant;  // outlives every RESULT line
+  if (spin_us > 0) variant += "-spin";
+  if (batch_text != nullptr) variant += "-batch";
+  if (pin) variant += "-pin";
+  if (!variant.empty()) msgbench::set_variant(variant.c_str() + 1);
+  reheap::Runtime rt(std::move(config));
+  if (rt.workers() != 2) msgbench::fail("the runtime has %d workers, not 2", rt.workers());
+  if (pin) reheapbench::pin_workers(rt);
+
+  return msgbench::run(options, "reheap", [&](msgbench::Test test, std::uint64_t n) {
+    using namespace reheapbench;
+    switch (test) {
+      case msgbench::Test::pingpong:
+        return msgbench::Seconds(run_pingpong(rt, n));
+      case msgbench::Test::oneway:
+        return msgbench::Seconds(run_stream(rt, n, 1));
+      case msgbench::Test::fanin:
+        return msgbench::Seconds(run_stream(rt, n, options.senders));
+      case msgbench::Test::spawn:
+        return msgbench::Seconds(run_spawn(rt, n));
+    }
+    return msgbench::Seconds();
+  });
+}
