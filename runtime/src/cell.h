@@ -50,15 +50,16 @@ enum class CellState : std::uint8_t {
 };
 
 struct Cell {
-  // ---- shared ----
-  Mailbox mailbox;
-  std::atomic<std::uint8_t> scheduled{1};  // parked while free (see above)
-  std::atomic<std::uint64_t> id{0};        // the occupant's ActorRef value, 0 when free
+  // ---- shared: read by every send (one cache line, rarely written) ----
+  alignas(64) std::atomic<std::uint64_t> id{0};  // the occupant's ActorRef value, 0 when free
   std::atomic<Worker*> worker{nullptr};
-  std::atomic<std::uint32_t> capacity{0};  // MailboxConfig::capacity; 0 unbounded
+  std::atomic<std::uint32_t> capacity{0};     // MailboxConfig::capacity; 0 unbounded
   std::atomic<bool> reject_when_full{false};  // OverflowPolicy::kReject
+  std::atomic<std::uint8_t> scheduled{1};     // parked while free (see above)
+  std::uint32_t slot = 0;                     // fixed at creation
   std::atomic<std::uint64_t> rejected{0};
-  std::uint32_t slot = 0;                  // fixed at creation
+  // ---- the mailbox: a producers' line, then the consumer's (see mailbox.h) ----
+  Mailbox mailbox;
 
   // ---- worker-owned ----
   Cell* next_ready = nullptr;  // link of the worker's ready list and run queue
@@ -80,6 +81,7 @@ struct Cell {
   Worker* move_to = nullptr;  // a move waiting for the next turn
   bool arriving = false;      // moved here: re-arm the timers first
   std::unique_ptr<Snapshotter> snapshotter;
+  std::uint64_t current_sender = 0;  // of the message being handled (Reactor::sender)
   bool snapshotter_tracks = false;
   std::vector<unsigned char> checkpoint;  // in-memory snapshot for kRestart (no file yet)
   std::filesystem::path last_snapshot;    // newest file from Runtime::snapshot
@@ -87,7 +89,6 @@ struct Cell {
   std::map<TimerId, TimerHandle*> timers;     // ordered: deterministic iteration
   std::map<SocketId, TcpSocket*> sockets;
   ReactorStats stats;
-  std::uint32_t high_water = 0;
   std::size_t worker_position = 0;  // index in its worker's cells()
 
   ActorRef ref() const noexcept { return ActorRef(id.load(std::memory_order_relaxed)); }

@@ -30,7 +30,7 @@ std::uint64_t CellTable::drain(Cell* c) noexcept {
   // Dead letters that raced with the previous occupant's stop (see cell.h).
   std::uint64_t n = 0;
   while (Envelope* e = c->mailbox.pop()) {
-    c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
+    c->mailbox.uncount(e);
     free_envelope(e);
     ++n;
   }

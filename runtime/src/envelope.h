@@ -22,7 +22,8 @@ struct Envelope {
   std::uint64_t type_id;     // message_type_id<T>, or SystemMessage for kSystem
   std::uint32_t size;        // payload bytes
   Encoding encoding;
-  std::uint8_t reserved[3];
+  std::uint8_t counted;  // the sender counted it in the receiver's bounded_length
+  std::uint8_t reserved[2];
   std::uint64_t reserved2;
 
   void* payload() noexcept { return this + 1; }

@@ -6,8 +6,11 @@
 // A Vyukov queue would save the reversal but has a transient "not yet linked" state that the
 // schedule/unschedule handshake (cell.h) would have to spin on; the stack has none.
 //
-// `length` counts pushed and not yet popped envelopes: senders add before pushing (so a bounded
-// mailbox can refuse exactly), the consumer subtracts after popping.
+// Counting without a shared counter per message: the consumer counts what it holds privately
+// (and the high water, at each refill, when the whole backlog has just arrived); senders count
+// only into bounded mailboxes (`bounded_length`, so that kReject can refuse exactly), marking the
+// envelopes they counted so that the consumer subtracts exactly those. An unbounded mailbox thus
+// costs one CAS per message and nothing else on the producers' cache line.
 #pragma once
 
 #include <atomic>
@@ -33,6 +36,7 @@ class Mailbox {
     if (head_ == nullptr && !refill()) return nullptr;
     Envelope* e = head_;
     head_ = e->next;
+    --held_;
     return e;
   }
 
@@ -42,25 +46,52 @@ class Mailbox {
     return head_ != nullptr || top_.load(std::memory_order_seq_cst) != nullptr;
   }
 
-  std::atomic<std::uint32_t> length{0};
+  // Consumer only: undoes a sender's count of `e` (see above), returning the count before.
+  std::uint32_t uncount(const Envelope* e) noexcept {
+    return e->counted ? bounded_length.fetch_sub(1, std::memory_order_relaxed) : 0;
+  }
+
+  // Consumer only (it alone frees envelopes, so walking the shared stack is safe): how many
+  // envelopes wait now.
+  std::uint32_t waiting() const noexcept {
+    std::uint32_t n = held_;
+    for (const Envelope* e = top_.load(std::memory_order_acquire); e != nullptr; e = e->next) ++n;
+    return n;
+  }
+  std::uint32_t high_water() const noexcept { return high_water_; }
+  void reset_high_water() noexcept { high_water_ = 0; }
+
+  // Senders' count for bounded mailboxes; on the producers' line, after top_.
+  std::atomic<std::uint32_t>& bounded() noexcept { return bounded_length; }
 
  private:
   bool refill() noexcept {
     Envelope* list = top_.exchange(nullptr, std::memory_order_acquire);
     if (list == nullptr) return false;
     Envelope* reversed = nullptr;
+    std::uint32_t n = 0;
     while (list != nullptr) {
       Envelope* next = list->next;
       list->next = reversed;
       reversed = list;
       list = next;
+      ++n;
     }
     head_ = reversed;
+    held_ = n;
+    if (n > high_water_) high_water_ = n;
     return true;
   }
 
-  std::atomic<Envelope*> top_{nullptr};
-  alignas(64) Envelope* head_ = nullptr;  // consumer's private FIFO, away from the producers' line
+  alignas(64) std::atomic<Envelope*> top_{nullptr};  // producers' line
+
+ public:
+  std::atomic<std::uint32_t> bounded_length{0};  // see above
+
+ private:
+  alignas(64) Envelope* head_ = nullptr;             // consumer's line from here on
+  std::uint32_t held_ = 0;                           // envelopes on the private list
+  std::uint32_t high_water_ = 0;
 };
 
 }  // namespace reheap::detail

@@ -60,6 +60,8 @@ void Reactor::on_message_error(const MessageError&) {
   if (Cell* c = detail::current_cell(); c != nullptr && c->reactor == this) c->stats.decode_errors++;
 }
 
+ActorRef Reactor::sender() const { return ActorRef(require_current("sender")->current_sender); }
+
 Runtime& Reactor::runtime() const {
   return detail::runtime_of(require_current("runtime")).owner;
 }

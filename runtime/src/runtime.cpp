@@ -143,8 +143,7 @@ void RuntimeImpl::shutdown() {
       });
     }
     for (auto& f : rounds) f.get();
-    std::unique_lock lock(stop_mutex);
-    stop_cv.wait_for(lock, std::chrono::milliseconds(10), [this] { return cells.live() == 0; });
+    wait_for_stops(std::chrono::milliseconds(10), [this] { return cells.live() == 0; });
   }
   // 4. Stop the loops and join.
   for (auto& w : workers) {
@@ -155,7 +154,7 @@ void RuntimeImpl::shutdown() {
   // 5. Messages that raced with the stops wait in parked cells: free them.
   cells.for_each([this](Cell* c) {
     while (Envelope* e = c->mailbox.pop()) {
-      c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
+      c->mailbox.uncount(e);
       free_envelope(e);
       dead_letters.fetch_add(1, std::memory_order_relaxed);
     }
@@ -240,7 +239,7 @@ ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
   c->move_to = nullptr;
   c->arriving = false;
   c->stats = ReactorStats{};
-  c->high_water = 0;
+  c->mailbox.reset_high_water();
   c->capacity.store(options.mailbox.capacity, std::memory_order_relaxed);
   c->reject_when_full.store(options.mailbox.overflow == OverflowPolicy::kReject,
                             std::memory_order_relaxed);
@@ -277,8 +276,7 @@ bool Runtime::alive(ActorRef ref) const noexcept { return impl_->cells.find(ref)
 
 bool Runtime::wait_stopped(ActorRef ref, std::chrono::milliseconds timeout) {
   impl_->require_outside_workers("wait_stopped");  // a reactor stops on a worker
-  std::unique_lock lock(impl_->stop_mutex);
-  return impl_->stop_cv.wait_for(lock, timeout, [&] { return !alive(ref); });
+  return impl_->wait_for_stops(timeout, [&] { return !alive(ref); });
 }
 
 bool Runtime::wait_idle(std::chrono::milliseconds timeout) {
@@ -360,9 +358,9 @@ ReactorStats Runtime::stats(ActorRef ref) {
   impl_->on_reactor_worker(ref, "stats", [&s](Cell* c) {
     s = c->stats;
     s.worker = c->worker.load(std::memory_order_relaxed)->index();
-    const std::uint32_t length = c->mailbox.length.load(std::memory_order_relaxed);
+    const std::uint32_t length = c->mailbox.waiting();
     s.queue_length = length;
-    s.queue_high_water = std::max(c->high_water, length);
+    s.queue_high_water = std::max(c->mailbox.high_water(), length);
     s.rejected = c->rejected.load(std::memory_order_relaxed);
     if (c->heap) {
       const HeapStats h = c->heap->stats();

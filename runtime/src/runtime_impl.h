@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -53,9 +54,27 @@ class RuntimeImpl {
   // Reactors that stopped, for wait_stopped.
   std::mutex stop_mutex;
   std::condition_variable stop_cv;
+  std::atomic<int> stop_waiters{0};  // notify only when someone waits: stops can be millions
   void notify_stopped() {
+    // The fence orders the cell's release (its id store) before the read of stop_waiters; a
+    // waiter registers before it reads the id, so one of the two sees the other.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (stop_waiters.load(std::memory_order_seq_cst) == 0) return;
     std::lock_guard lock(stop_mutex);
     stop_cv.notify_all();
+  }
+
+  // Waits on stop_cv until `done()` or the timeout; registered as a waiter meanwhile.
+  template <class Pred>
+  bool wait_for_stops(std::chrono::milliseconds timeout, Pred done) {
+    stop_waiters.fetch_add(1, std::memory_order_seq_cst);
+    bool ok;
+    {
+      std::unique_lock lock(stop_mutex);
+      ok = stop_cv.wait_for(lock, timeout, done);
+    }
+    stop_waiters.fetch_sub(1, std::memory_order_seq_cst);
+    return ok;
   }
 
   Worker& pick_worker(int requested);

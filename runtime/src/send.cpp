@@ -16,14 +16,19 @@ SendResult deliver(RuntimeImpl& rt, Cell* from, ActorRef to, Envelope* e) noexce
   }
   e->receiver = to.value();
   e->sender = from != nullptr ? from->id.load(std::memory_order_relaxed) : 0;
-  const std::uint32_t capacity = target->capacity.load(std::memory_order_relaxed);
-  const std::uint32_t before = target->mailbox.length.fetch_add(1, std::memory_order_relaxed);
-  if (capacity != 0 && before >= capacity && e->encoding != Encoding::kSystem &&
-      target->reject_when_full.load(std::memory_order_relaxed)) [[unlikely]] {
-    target->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
-    target->rejected.fetch_add(1, std::memory_order_relaxed);
-    free_envelope(e);
-    return SendResult::kMailboxFull;
+  e->counted = 0;
+  if (const std::uint32_t capacity = target->capacity.load(std::memory_order_relaxed);
+      capacity != 0) [[unlikely]] {
+    const std::uint32_t before =
+        target->mailbox.bounded_length.fetch_add(1, std::memory_order_relaxed);
+    if (before >= capacity && e->encoding != Encoding::kSystem &&
+        target->reject_when_full.load(std::memory_order_relaxed)) {
+      target->mailbox.bounded_length.fetch_sub(1, std::memory_order_relaxed);
+      target->rejected.fetch_add(1, std::memory_order_relaxed);
+      free_envelope(e);
+      return SendResult::kMailboxFull;
+    }
+    e->counted = 1;
   }
   Worker* here = Worker::current();
   rt.count_sent(here != nullptr && &here->runtime() == &rt ? here : nullptr);

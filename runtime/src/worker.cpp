@@ -2,6 +2,8 @@
 #include "worker.h"
 
 #include <pthread.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -68,7 +70,27 @@ void Worker::join() {
 bool Worker::on_this_thread() const noexcept { return t_worker == this; }
 Worker* Worker::current() noexcept { return t_worker; }
 
+void Worker::pin() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  const int count = CPU_COUNT(&allowed);
+  if (count <= 0) return;
+  int nth = index_ % count;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || nth-- != 0) continue;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (pthread_setaffinity_np(pthread_self(), sizeof one, &one) != 0) {
+      std::fprintf(stderr, "reheap: worker %d: could not pin to CPU %d\n", index_, cpu);
+    }
+    return;
+  }
+}
+
 void Worker::thread_main() {
+  if (runtime_.config.pin_workers) pin();
   // A write to a connection the peer has reset raises SIGPIPE in the writing thread, and its
   // default action ends the process. Blocked here, the write fails with EPIPE instead and the
   // reactor hears on_closed; the process-wide disposition stays the program's business.
@@ -311,10 +333,8 @@ void Worker::run_messages(Cell* c) {
   for (std::uint32_t n = 0; n < rt.config.batch && c->state == CellState::kLive; ++n) {
     Envelope* e = c->mailbox.pop();
     if (e == nullptr) break;
-    // The length just before a pop: the mailbox is longest right before one of its pops (or now,
-    // which Runtime::stats adds), so sampling here makes the high water exact.
-    const std::uint32_t waiting = c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
-    if (waiting > c->high_water) c->high_water = waiting;
+    // Bounded mailboxes only: how many waited, by the senders' count (drop-oldest needs it exact).
+    const std::uint32_t waiting = c->mailbox.uncount(e);
     // Drop-oldest: while more than `capacity` wait, the oldest goes unhandled. Checked at every
     // message, not once per turn, because messages keep arriving while the handlers run. System
     // messages (a stop) are never shed.
@@ -335,7 +355,9 @@ void Worker::run_messages(Cell* c) {
     } else {
       c->stats.messages_in++;
       const Message m(*e);
+      c->current_sender = e->sender;
       invoke(c, "on_message", [&m](Reactor& r) { r.on_message(m); });
+      c->current_sender = 0;
     }
     free_envelope(e);
     count_consumed();
@@ -423,7 +445,7 @@ void Worker::teardown(Cell* c) {
   }
   // What waits in the mailbox now is dead: nobody will handle it.
   while (Envelope* e = c->mailbox.pop()) {
-    c->mailbox.length.fetch_sub(1, std::memory_order_relaxed);
+    c->mailbox.uncount(e);
     free_envelope(e);
     runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
     count_consumed();

@@ -137,6 +137,7 @@ class Worker {
 
  private:
   void thread_main();
+  void pin();  // RuntimeConfig::pin_workers
   void push_command(Command* cmd) noexcept;
   void push_ready(Cell* c) noexcept;
   void push_remote(Cell* c) noexcept;

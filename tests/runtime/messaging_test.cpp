@@ -2,6 +2,9 @@
 // errors, and sends to reactors that are gone.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <map>
 #include <string>
@@ -224,6 +227,67 @@ TEST(Messaging, SendToAStoppedReactorSaysSo) {
   const ActorRef again = rt.spawn<GreetingSink>(&probe);
   EXPECT_NE(again, r);
   EXPECT_EQ(rt.send(r, Tagged{1, 2}), SendResult::kNoSuchReactor);
+}
+
+class SenderEcho : public Reactor {
+ public:
+  explicit SenderEcho(Probe* probe) : probe_(probe) { handle<&SenderEcho::on_tagged>(); }
+  // The message carries the sender's own reference: (generation, slot).
+  void on_tagged(const Tagged& t) {
+    const ActorRef claimed((std::uint64_t{t.sender} << 32) | t.seq);
+    probe_->done(sender() == claimed ? 1 : 2);
+  }
+
+ private:
+  Probe* probe_;
+};
+
+class SendsItsRef : public Reactor {
+ public:
+  explicit SendsItsRef(ActorRef to) : to_(to) {}
+  void on_start() override {
+    send(to_, Tagged{self().generation(), self().slot()});
+  }
+
+ private:
+  ActorRef to_;
+};
+
+TEST(Messaging, TypedHandlersSeeTheSenderAndOutsideSendsHaveNone) {
+  Runtime rt(RuntimeConfig{.workers = 2});
+  Probe probe;
+  const ActorRef echo = rt.spawn<SenderEcho>(&probe);
+  ASSERT_EQ(rt.send(echo, Tagged{0, 0}), SendResult::kOk);  // from outside: sender is null
+  ASSERT_TRUE(probe.wait_for(1));
+  EXPECT_EQ(probe.value(), 1u);
+  const ActorRef from = rt.spawn<SendsItsRef>(echo);
+  ASSERT_TRUE(from);
+  ASSERT_TRUE(probe.wait_for(2));
+  EXPECT_EQ(probe.value(), 1u);
+}
+
+class ReportsItsCpu : public Reactor {
+ public:
+  explicit ReportsItsCpu(Probe* probe) : probe_(probe) {}
+  void on_start() override {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    pthread_getaffinity_np(pthread_self(), sizeof set, &set);
+    probe_->done(CPU_COUNT(&set) == 1 ? 1 : 2);
+  }
+
+ private:
+  Probe* probe_;
+};
+
+TEST(Messaging, PinnedWorkersRunOnOneCpuEach) {
+  Runtime rt(RuntimeConfig{.workers = 2, .pin_workers = true});
+  Probe probe;
+  SpawnOptions o;
+  o.worker = 1;
+  rt.spawn<ReportsItsCpu>(o, &probe);
+  ASSERT_TRUE(probe.wait_for(1));
+  EXPECT_EQ(probe.value(), 1u);
 }
 
 }  // namespace

@@ -47,20 +47,24 @@ class OrderChecker : public Reactor {
 };
 
 // Streams `count` Tagged messages to `to`, a burst per turn: between bursts it sends itself a
-// Continue, so a move can happen between any two bursts. Reports the workers it sent from.
+// Continue, so a move can happen between any two bursts. Reports the workers it sent from. At
+// half way it idles (still sending itself Continue) until `half_gate` opens, so that the test can
+// make sure a move happened mid-stream however fast the machine is.
 struct Continue {
   std::uint32_t unused;
 };
 class Streamer : public Reactor {
  public:
-  Streamer(ActorRef to, std::uint32_t id, std::uint32_t count, std::atomic<unsigned>* workers)
-      : to_(to), id_(id), count_(count), workers_(workers) {
+  Streamer(ActorRef to, std::uint32_t id, std::uint32_t count, std::atomic<unsigned>* workers,
+           std::atomic<bool>* half_gate)
+      : to_(to), id_(id), count_(count), workers_(workers), half_gate_(half_gate) {
     handle<&Streamer::on_continue>();
   }
   void on_start() override { send(self(), Continue{}); }
   void on_continue(const Continue&) {
     workers_->fetch_or(1u << worker());
-    for (int i = 0; i < 50 && seq_ < count_; ++i) {
+    const bool held = seq_ >= count_ / 2 && !half_gate_->load();
+    for (int i = 0; i < 50 && seq_ < count_ && !held; ++i) {
       if (send(to_, Tagged{id_, seq_}) == SendResult::kOk) ++seq_;
     }
     if (seq_ < count_) send(self(), Continue{});
@@ -71,6 +75,7 @@ class Streamer : public Reactor {
   std::uint32_t id_;
   std::uint32_t count_;
   std::atomic<unsigned>* workers_;
+  std::atomic<bool>* half_gate_;
   std::uint32_t seq_ = 0;
 };
 
@@ -78,6 +83,7 @@ constexpr std::uint32_t kEach = rttest::kSanitized ? 20'000 : 100'000;
 
 TEST(Ordering, PerSenderFifoHoldsWhileTheReceiverMovesBetweenWorkersMidStream) {
   Probe probe;
+  std::atomic<bool> half_gate{false};
   std::atomic<unsigned> sender_workers{0};
   Runtime rt(RuntimeConfig{.workers = 2});
   constexpr std::uint32_t kReactorSenders = 2;
@@ -88,15 +94,22 @@ TEST(Ordering, PerSenderFifoHoldsWhileTheReceiverMovesBetweenWorkersMidStream) {
   for (std::uint32_t s = 0; s < kReactorSenders; ++s) {
     SpawnOptions o;
     o.worker = static_cast<int>(s % 2);
-    rt.spawn<Streamer>(o, receiver, s, kEach, &sender_workers);
+    rt.spawn<Streamer>(o, receiver, s, kEach, &sender_workers, &half_gate);
   }
   std::thread outside([&] {
     for (std::uint32_t i = 0; i < kEach; ++i) {
+      if (i == kEach / 2) {
+        while (!half_gate.load()) std::this_thread::yield();
+      }
       ASSERT_EQ(rt.send(receiver, Tagged{kReactorSenders, i}), SendResult::kOk);
     }
   });
   int moves = 0;
-  while (probe.calls() == 0 && moves < 2000) rt.move(receiver, ++moves % 2);
+  while (probe.calls() == 0 && moves < 2000) {
+    rt.move(receiver, ++moves % 2);
+    if (moves == 3) half_gate = true;  // the receiver has been on worker 1 at least once
+  }
+  half_gate = true;
   outside.join();
   ASSERT_TRUE(probe.wait_for(1, std::chrono::seconds(60)));
   EXPECT_EQ(probe.value() / 10, 0u) << "messages from one sender arrived out of order";
@@ -106,6 +119,7 @@ TEST(Ordering, PerSenderFifoHoldsWhileTheReceiverMovesBetweenWorkersMidStream) {
 
 TEST(Ordering, PerSenderFifoHoldsWhileTheSendersMoveBetweenWorkersMidStream) {
   Probe probe;
+  std::atomic<bool> half_gate{false};
   std::atomic<unsigned> sender_workers{0};
   Runtime rt(RuntimeConfig{.workers = 2});
   constexpr std::uint32_t kSenders = 3;
@@ -114,7 +128,7 @@ TEST(Ordering, PerSenderFifoHoldsWhileTheSendersMoveBetweenWorkersMidStream) {
   for (std::uint32_t s = 0; s < kSenders; ++s) {
     SpawnOptions o;
     o.worker = static_cast<int>(s % 2);
-    senders.push_back(rt.spawn<Streamer>(o, receiver, s, kEach, &sender_workers));
+    senders.push_back(rt.spawn<Streamer>(o, receiver, s, kEach, &sender_workers, &half_gate));
   }
   int moves = 0;
   while (probe.calls() == 0 && moves < 3000) {
@@ -127,7 +141,9 @@ TEST(Ordering, PerSenderFifoHoldsWhileTheSendersMoveBetweenWorkersMidStream) {
       ADD_FAILURE() << "move of a live streamer failed";
       break;
     }
+    if (moves == 2 * static_cast<int>(kSenders)) half_gate = true;  // each moved twice
   }
+  half_gate = true;
   ASSERT_TRUE(probe.wait_for(1, std::chrono::seconds(60)));
   EXPECT_EQ(probe.value() / 10, 0u) << "messages from one sender arrived out of order";
   EXPECT_EQ(sender_workers.load(), 3u) << "the senders did not send from both workers";

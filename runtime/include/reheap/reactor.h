@@ -82,6 +82,9 @@ class Reactor {
 
   // ---- operations ----
   ActorRef self() const noexcept { return self_; }
+  // The sender of the message being handled (in on_message and typed handlers); null for a
+  // message sent from outside any reactor, and outside message handlers.
+  ActorRef sender() const;
   Runtime& runtime() const;
   int worker() const;  // the index of the worker running it
 

@@ -10,8 +10,7 @@
 // defaults (batch 64, no spinning). `--spin US` sets RuntimeConfig::spin: an idle worker polls
 // its run queue for US microseconds before it sleeps in epoll. Runs with it print
 // `test=<test>-spin` so that they never mix with the default ones. `--batch N` (messages per
-// reactor turn) and `--pin` (worker i on the i-th allowed CPU, which the runtime cannot do, so a
-// reactor on each worker pins its thread) are there to explore; they add -batch / -pin.
+// reactor turn) and `--pin` (RuntimeConfig::pin_workers: worker i on the i-th allowed CPU) are there to explore; they add -batch / -pin.
 //
 // Where reactors run is ours to say (SpawnOptions::worker), unlike in CAF: the pair of pingpong
 // and oneway is put on workers 0 and 1, so every hand-over crosses threads; fanin spreads its
@@ -352,46 +351,6 @@ double run_spawn(Runtime& rt, std::uint64_t n) {
   return msgbench::seconds_between(start, end);
 }
 
-// ---- --pin -------------------------------------------------------------------------------------
-
-// Pins the worker it runs on to `cpu`. The runtime has no option to pin its workers, but a
-// reactor's hooks run on its worker's thread, so a reactor can pin that thread itself.
-class Pin final : public Reactor {
- public:
-  Pin(int cpu, Finish* done) : cpu_(cpu), done_(done) {}
-
-  void on_start() override {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu_, &set);
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
-      fail("cannot pin worker %d to CPU %d", worker(), cpu_);
-    }
-    stop();
-    done_->signal();
-  }
-
- private:
-  int cpu_;
-  Finish* done_;
-};
-
-// Worker i on the i-th CPU this process may use.
-void pin_workers(Runtime& rt) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) fail("sched_getaffinity failed");
-  int cpu = 0;
-  for (int w = 0; w < rt.workers(); ++w, ++cpu) {
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed)) ++cpu;
-    if (cpu == CPU_SETSIZE) fail("--pin needs %d CPUs", rt.workers());
-    Finish done;
-    rt.spawn<Pin>(on_worker(w), cpu, &done);
-    done.wait();
-  }
-  wait_all_stopped(rt);
-}
-
 }  // namespace
 
 // The value of a numeric flag of ours, `fallback` when absent; exits with status 2 if malformed.
@@ -427,6 +386,7 @@ int main(int argc, char** argv) {
 
   reheap::RuntimeConfig config{.workers = 2};
   config.spin = std::chrono::microseconds(spin_us);
+  config.pin_workers = pin;
   if (batch_text != nullptr) config.batch = static_cast<std::uint32_t>(batch);
   static std::string variant;  // outlives every RESULT line
   if (spin_us > 0) variant += "-spin";
@@ -435,7 +395,6 @@ int main(int argc, char** argv) {
   if (!variant.empty()) msgbench::set_variant(variant.c_str() + 1);
   reheap::Runtime rt(std::move(config));
   if (rt.workers() != 2) msgbench::fail("the runtime has %d workers, not 2", rt.workers());
-  if (pin) reheapbench::pin_workers(rt);
 
   return msgbench::run(options, "reheap", [&](msgbench::Test test, std::uint64_t n) {
     using namespace reheapbench;
