@@ -127,7 +127,12 @@ bool retire(Pool* pool, Slab* s) noexcept {
   // first of them, whoever makes it, hands the slab back.
   s->local_owner.store(nullptr, std::memory_order_relaxed);
   std::uint64_t expected = 0;
-  if (s->remote.compare_exchange_strong(expected, kFullTag, std::memory_order_relaxed)) {
+  // Release: whoever replaces the tag (acquire, push_remote) writes the slab's `next_returned`,
+  // which this pool read when the slab was last handed back (take_returned); that read must
+  // happen before the write. Nothing else orders them: the thread that frees into the slab may
+  // hold its blocks since long before.
+  if (s->remote.compare_exchange_strong(expected, kFullTag, std::memory_order_release,
+                                        std::memory_order_relaxed)) {
     s->state = SlabState::kFull;
     return true;
   }
@@ -154,10 +159,17 @@ void push_remote(Slab* s, Block* head, Block* tail, std::uint32_t n) noexcept {
     tail->next = head_block(old);  // null for an empty list and for kFullTag
     next = reinterpret_cast<std::uintptr_t>(head) | (std::uint64_t{head_count(old) + n} << kCountShift);
     // Release: the blocks' contents and links are visible to the owner that takes the list.
-  } while (!s->remote.compare_exchange_weak(old, next, std::memory_order_release,
+    // Acquire: when this replaces kFullTag it reads the owner's release in retire(), so all the
+    // owner did with the slab before tagging it happens before the hand-back below: in
+    // particular its reading of `next_returned` the last time the slab came back, by this pool
+    // or (through the arena's lock) by the slab's previous pool. The same instruction as a
+    // release CAS on x86; an acquire fence in the branch below would do too, but
+    // ThreadSanitizer does not model fences.
+  } while (!s->remote.compare_exchange_weak(old, next, std::memory_order_acq_rel,
                                             std::memory_order_relaxed));
   if (old == kFullTag) {
-    // This push replaced the full tag: hand the slab back to its pool, exactly once.
+    // This push replaced the full tag: hand the slab back to its pool, exactly once. Until the
+    // CAS below publishes it, the slab is on no list and no other thread touches `next_returned`.
     Pool* owner = s->pool;
     Slab* first = owner->returned.load(std::memory_order_relaxed);
     do {

@@ -22,6 +22,13 @@
 // reads the old head's link. The value kFullTag (address 1, length 0) marks a slab the owner
 // dropped from its lists because nothing was left to hand out; whoever replaces the tag with
 // blocks pushes the slab on its pool's `returned` list, which happens exactly once per tagging.
+//
+// `next_returned` is that list's link. Its writer is the thread that replaced the tag, from then
+// until its push publishes the slab (release); its reader is the owner, after taking the list
+// whole (acquire). The next writer is the one that replaces the *next* tag, which the owner sets
+// only after it took the slab back and read the link. That thread may have held its blocks from
+// long before, so the only order between the owner's read and its write is the tag itself: the
+// owner sets it with release and the push that replaces it acquires (retire, push_remote).
 #pragma once
 
 #include <atomic>
@@ -84,7 +91,7 @@ struct alignas(64) Slab {
 
   // Line 2: other threads.
   alignas(64) std::atomic<std::uint64_t> remote{0};
-  Slab* next_returned = nullptr;  // written by the thread that replaced kFullTag
+  Slab* next_returned = nullptr;  // written by the thread that replaced kFullTag (see above)
 
   char* first_block() noexcept { return reinterpret_cast<char*>(this) + sizeof(Slab); }
   const char* first_block() const noexcept {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -33,7 +35,20 @@ std::size_t message_size(std::uint64_t i) {
   return 16 + (i * 37) % 240;
 }
 
+// Every slab the arena ever handed out is owned, cached or released: their sum grows only when a
+// slab comes from the arena's untouched range, i.e. while the traffic needs more memory than it
+// ever did.
+std::size_t slabs_ever_used(const MessageAllocatorStats& s) {
+  return s.slabs + s.cached_slabs + s.released_slabs;
+}
+
 TEST(MessageAllocatorThreads, BlocksFreedByAnotherThreadGoBackToTheAllocatingThread) {
+  // A freed block goes back to the pool that owns its *slab*, which is the allocating thread's
+  // only if that thread carved it from its own slabs. A thread's cache also holds blocks it freed
+  // that other threads allocated (earlier tests leave such blocks in this thread's cache), and
+  // those go back to their own slabs' pools. So the cache is given back first: then every block
+  // below comes from a slab of this thread's pool.
+  MessageAllocator::trim();
   constexpr int kBlocks = 10'000;
   std::vector<void*> blocks;
   for (int i = 0; i < kBlocks; ++i) blocks.push_back(MessageAllocator::allocate(64));
@@ -42,11 +57,108 @@ TEST(MessageAllocatorThreads, BlocksFreedByAnotherThreadGoBackToTheAllocatingThr
   std::thread([&blocks] {
     for (void* p : blocks) MessageAllocator::deallocate(p);
   }).join();
-  // Allocating as many again takes the blocks the other thread freed: no new slab.
+  // Allocating as many again takes the blocks the other thread freed: no new memory, and no slab
+  // from the arena's untouched range.
   for (int i = 0; i < kBlocks; ++i) blocks[i] = MessageAllocator::allocate(64);
-  EXPECT_EQ(MessageAllocator::stats().bytes_mapped, before.bytes_mapped);
+  const MessageAllocatorStats again = MessageAllocator::stats();
+  EXPECT_LE(again.bytes_mapped, before.bytes_mapped);
+  EXPECT_EQ(slabs_ever_used(again), slabs_ever_used(before));
+  // The refills above took only the lists they needed; statistics are exact once the allocating
+  // thread trims (the other one has exited): every free was given back to this thread's slabs.
+  MessageAllocator::trim();
   EXPECT_GE(MessageAllocator::stats().remote_frees, before.remote_frees + kBlocks);
   for (void* p : blocks) MessageAllocator::deallocate(p);
+}
+
+TEST(MessageAllocatorThreads, ASlabTaggedFullAgainIsHandedBackAgainInOrder) {
+  // One slab's life between its owner A and another thread B. A uses the slab up (it is tagged
+  // full) and passes all its blocks to B. B frees four, which hands the slab back to A through
+  // A's pool's `returned` list; A takes it back (reading the slab's `returned` link), uses those
+  // four up and tags it full again. Then B frees blocks it has held since before all that, which
+  // hands the slab back a second time and writes the link again. Nothing orders A's last steps
+  // before B's but the slab itself (B waits on a relaxed flag), so tagging a slab full must
+  // publish what the owner did with it to the thread that replaces the tag; under the tsan
+  // preset a missing order is reported as a data race on the link.
+  constexpr std::size_t kSize = MessageAllocator::kMaxClassSize;
+  constexpr std::size_t kPerSlab = 7;  // (256 KiB - the slab header) / 32 KiB
+  const auto slab_of = [](const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) & ~(std::uintptr_t{256 * 1024} - 1);
+  };
+  BlockingQueue<std::vector<void*>> to_b;
+  BlockingQueue<int> to_a;
+  std::atomic<bool> tagged_again{false};  // relaxed only: it orders nothing
+
+  std::thread b([&] {
+    // B's own blocks, allocated now: a refill may take the arena's lock, which A takes too, and
+    // that would order A's steps before B's.
+    void* own[2] = {MessageAllocator::allocate(kSize), MessageAllocator::allocate(kSize)};
+    std::optional<std::vector<void*>> blocks = to_b.pop();
+    if (blocks && blocks->size() == kPerSlab) {
+      // B's cache keeps 4 blocks of this class: the fifth free gives the first four back, as one
+      // run, onto the full slab, which hands it back to A.
+      for (std::size_t i = 0; i < 5; ++i) MessageAllocator::deallocate((*blocks)[i]);
+      to_a.push(1);
+      while (!tagged_again.load(std::memory_order_relaxed)) std::this_thread::yield();
+      // Blocks 5 and 6 fill the cache with block 4 and own[0]; own[1] gives those four back:
+      // blocks 6, 5 and 4 as one run onto the slab, tagged full again: the second hand-back.
+      MessageAllocator::deallocate((*blocks)[5]);
+      MessageAllocator::deallocate((*blocks)[6]);
+    }
+    MessageAllocator::deallocate(own[0]);
+    MessageAllocator::deallocate(own[1]);
+    to_a.push(2);
+  });
+
+  std::vector<void*> mine;
+  // Takes blocks until `n` of them come from `slab`; how many that took.
+  const auto take_from = [&](std::uintptr_t slab, int n) {
+    int taken = 0;
+    for (int i = 0; i < 64 && n > 0; ++i, ++taken) {
+      mine.push_back(MessageAllocator::allocate(kSize));
+      if (slab_of(mine.back()) == slab) --n;
+    }
+    return n == 0 ? taken : -1;
+  };
+  std::thread a([&] {
+    for (std::size_t i = 0; i < 8 * kPerSlab + 1; ++i) {
+      mine.push_back(MessageAllocator::allocate(kSize));
+    }
+    // A slab all of whose blocks A holds, and which A moved on from: tagged full.
+    std::uintptr_t full = 0;
+    for (void* p : mine) {
+      const std::uintptr_t s = slab_of(p);
+      if (s != slab_of(mine.back()) &&
+          std::count_if(mine.begin(), mine.end(), [&](void* q) { return slab_of(q) == s; }) ==
+              static_cast<std::ptrdiff_t>(kPerSlab)) {
+        full = s;
+        break;
+      }
+    }
+    std::vector<void*> blocks;
+    if (full != 0) {
+      std::copy_if(mine.begin(), mine.end(), std::back_inserter(blocks),
+                   [&](void* p) { return slab_of(p) == full; });
+      std::erase_if(mine, [&](void* p) { return slab_of(p) == full; });
+    }
+    to_b.push(blocks);
+    if (full == 0) {
+      ADD_FAILURE() << "no slab of " << kPerSlab << " blocks was used up";
+      tagged_again.store(true, std::memory_order_relaxed);
+      to_a.pop();
+      return;
+    }
+    to_a.pop();  // B gave four blocks back: the slab is on A's `returned` list
+    // A's refills reach the slab once the current one is used up; after its four blocks the next
+    // refill finds it empty and tags it full again.
+    EXPECT_GT(take_from(full, 4), 0) << "the slab was not handed back";
+    mine.push_back(MessageAllocator::allocate(kSize));
+    tagged_again.store(true, std::memory_order_relaxed);
+    to_a.pop();
+    EXPECT_GT(take_from(full, 3), 0) << "the slab was not handed back a second time";
+  });
+  a.join();
+  b.join();
+  for (void* p : mine) MessageAllocator::deallocate(p);
 }
 
 TEST(MessageAllocatorThreads, ManyProducersOneConsumer) {
@@ -250,12 +362,6 @@ TEST(MessageAllocatorThreads, ThreadLocalDestructorsMayStillAllocateAndFree) {
   ASSERT_NE(m->block, nullptr);
   EXPECT_TRUE(has_pattern(m->block, m->size, m->seed));
   MessageAllocator::deallocate(m->block);
-}
-
-// Every slab the arena ever handed out is owned, cached or released: their sum only grows, and
-// it grows only while the traffic needs more memory than it ever did.
-std::size_t slabs_ever_used(const MessageAllocatorStats& s) {
-  return s.slabs + s.cached_slabs + s.released_slabs;
 }
 
 TEST(MessageAllocatorThreads, RepeatedProducerConsumerCyclesDoNotGrowMemory) {
