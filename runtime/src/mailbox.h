@@ -17,19 +17,14 @@
 #include <cstdint>
 
 #include "envelope.h"
+#include "intrusive_stack.h"
 
 namespace reheap::detail {
 
 class Mailbox {
  public:
   // Any thread.
-  void push(Envelope* e) noexcept {
-    Envelope* top = top_.load(std::memory_order_relaxed);
-    do {
-      e->next = top;
-    } while (!top_.compare_exchange_weak(top, e, std::memory_order_seq_cst,
-                                         std::memory_order_relaxed));
-  }
+  void push(Envelope* e) noexcept { stack_push<Envelope, &Envelope::next>(top_, e); }
 
   // Consumer only: the oldest envelope, or null.
   Envelope* pop() noexcept {
@@ -66,18 +61,9 @@ class Mailbox {
 
  private:
   bool refill() noexcept {
-    Envelope* list = top_.exchange(nullptr, std::memory_order_acquire);
-    if (list == nullptr) return false;
-    Envelope* reversed = nullptr;
-    std::uint32_t n = 0;
-    while (list != nullptr) {
-      Envelope* next = list->next;
-      list->next = reversed;
-      reversed = list;
-      list = next;
-      ++n;
-    }
-    head_ = reversed;
+    unsigned n = 0;
+    head_ = stack_take_fifo<Envelope, &Envelope::next>(top_, &n);
+    if (head_ == nullptr) return false;
     held_ = n;
     if (n > high_water_) high_water_ = n;
     return true;

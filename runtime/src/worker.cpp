@@ -135,11 +135,7 @@ void Worker::push_ready(Cell* c) noexcept {
 }
 
 void Worker::push_remote(Cell* c) noexcept {
-  Cell* top = run_queue_.load(std::memory_order_relaxed);
-  do {
-    c->next_ready = top;
-  } while (!run_queue_.compare_exchange_weak(top, c, std::memory_order_seq_cst,
-                                             std::memory_order_relaxed));
+  stack_push<Cell, &Cell::next_ready>(run_queue_, c);
   if (sleeping_.load(std::memory_order_seq_cst) && sleeping_.exchange(false)) wake();
 }
 
@@ -151,11 +147,7 @@ void Worker::wake() noexcept {
 }
 
 void Worker::push_command(Command* cmd) noexcept {
-  Command* top = commands_.load(std::memory_order_relaxed);
-  do {
-    cmd->next = top;
-  } while (!commands_.compare_exchange_weak(top, cmd, std::memory_order_seq_cst,
-                                            std::memory_order_relaxed));
+  stack_push<Command, &Command::next>(commands_, cmd);
   if (on_this_thread()) {
     if (!idle_active_) {
       idle_active_ = true;
@@ -226,14 +218,7 @@ void Worker::on_check(uv_check_t* handle) {
 // ---- the turn --------------------------------------------------------------------------------
 
 void Worker::run_commands() {
-  Command* list = commands_.exchange(nullptr, std::memory_order_acquire);
-  Command* fifo = nullptr;
-  while (list != nullptr) {
-    Command* next = list->next;
-    list->next = fifo;
-    fifo = list;
-    list = next;
-  }
+  Command* fifo = stack_take_fifo<Command, &Command::next>(commands_);
   while (fifo != nullptr) {
     Command* next = fifo->next;
     fifo->run();
@@ -245,18 +230,10 @@ void Worker::run_commands() {
 void Worker::turn() {
   run_commands();
   // Remote cells join the ready list in the order they were scheduled.
-  Cell* list = run_queue_.exchange(nullptr, std::memory_order_acquire);
-  Cell* fifo = nullptr;
-  while (list != nullptr) {
-    Cell* next = list->next_ready;
-    list->next_ready = fifo;
-    fifo = list;
-    list = next;
-  }
-  while (fifo != nullptr) {
-    Cell* next = fifo->next_ready;
-    push_ready(fifo);
-    fifo = next;
+  for (Cell* c = stack_take_fifo<Cell, &Cell::next_ready>(run_queue_); c != nullptr;) {
+    Cell* next = c->next_ready;
+    push_ready(c);
+    c = next;
   }
   // Run the cells that are ready now; cells made ready meanwhile wait for the next turn.
   Cell* c = ready_head_;

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "cell.h"
+#include "intrusive_stack.h"
 #include "reactor_scope.h"
 
 namespace reheap::detail {
