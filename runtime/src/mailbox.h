@@ -56,9 +56,6 @@ class Mailbox {
   std::uint32_t high_water() const noexcept { return high_water_; }
   void reset_high_water() noexcept { high_water_ = 0; }
 
-  // Senders' count for bounded mailboxes; on the producers' line, after top_.
-  std::atomic<std::uint32_t>& bounded() noexcept { return bounded_length; }
-
  private:
   bool refill() noexcept {
     unsigned n = 0;

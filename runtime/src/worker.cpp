@@ -99,7 +99,6 @@ void Worker::thread_main() {
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   t_worker = this;
-  thread_id_ = std::this_thread::get_id();
   check_uv(uv_poll_start(&wake_poll_, UV_READABLE, &Worker::on_wake), "uv_poll_start");
   check_uv(uv_prepare_start(&prepare_, &Worker::on_prepare), "uv_prepare_start");
   check_uv(uv_check_start(&check_, &Worker::on_check), "uv_check_start");
@@ -243,6 +242,14 @@ void Worker::turn() {
     run_cell(c);
     c = next;
   }
+}
+
+void Worker::record_failure(Cell* c, FailureKind kind, const char* what, const char* hook) {
+  HeapScope system(nullptr);
+  c->failed = true;
+  c->failure_kind = kind;
+  c->failure_what = what;
+  c->failure_hook = hook;
 }
 
 void Worker::after_hook(Cell* c) {

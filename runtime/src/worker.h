@@ -100,6 +100,9 @@ class Worker {
   template <class F>
   bool invoke(Cell* c, const char* hook, F&& f);
 
+  // Worker thread: what a hook threw, kept (in process memory) for after_hook.
+  static void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook);
+
   // Worker thread: one event from the loop (a timer, a socket): invoke, timed, then after_hook.
   template <class F>
   void deliver_event(Cell* c, const char* hook, F&& f) {
@@ -160,7 +163,6 @@ class Worker {
   RuntimeImpl& runtime_;
   const int index_;
   std::thread thread_;
-  std::thread::id thread_id_;
   uv_loop_t loop_{};
   int wake_fd_ = -1;
   uv_poll_t wake_poll_{};
@@ -188,23 +190,12 @@ inline bool Worker::invoke(Cell* c, const char* hook, F&& f) {
     try {
       f(*c->reactor);
     } catch (const std::bad_alloc& e) {
-      HeapScope system(nullptr);
-      c->failed = true;
-      c->failure_kind = FailureKind::kOutOfMemory;
-      c->failure_what = e.what();
-      c->failure_hook = hook;
+      record_failure(c, FailureKind::kOutOfMemory, e.what(), hook);
     } catch (const std::exception& e) {
-      HeapScope system(nullptr);
-      c->failed = true;
-      c->failure_kind = FailureKind::kException;
-      c->failure_what = e.what();
-      c->failure_hook = hook;
+      record_failure(c, FailureKind::kException, e.what(), hook);
     } catch (...) {
-      HeapScope system(nullptr);
-      c->failed = true;
-      c->failure_kind = FailureKind::kException;
-      c->failure_what = "an exception not derived from std::exception";
-      c->failure_hook = hook;
+      record_failure(c, FailureKind::kException, "an exception not derived from std::exception",
+                     hook);
     }
   }
   c->stats.events++;
