@@ -77,7 +77,7 @@ void print_stats(const char* title, const reheap::HeapStats& s) {
 int main() {
   using Clock = std::chrono::steady_clock;
   reheap::HeapPtr heap = reheap::Heap::create();
-  std::printf("reheap heap demo: heap %u in the zone at %#lx\n\n", heap->id(),
+  std::printf("reheap heap demo: heap %llu in the zone at %#lx\n\n", static_cast<unsigned long long>(heap->id()),
               static_cast<unsigned long>(reheap::Zone::stats().base));
 
   const auto start = Clock::now();

@@ -39,14 +39,13 @@ REHEAP_SLOW_PATH void free_slow(HeapState* h, void* p) noexcept {
     std::free(p);  // the system allocator's block (or null)
     return;
   }
-  const std::uint32_t owner = ZoneImpl::owner_of(a);
-  const std::uint32_t current = h->id == kNoHeapId ? 0 : h->id;
-  if (owner == (h->id | ZoneImpl::kTombstone)) {
+  const HeapId owner = ZoneImpl::owner_of(a);
+  const HeapId current = h->id == kNoHeapId ? 0 : h->id;
+  if (owner == (h->id | kTombstone)) {
     return report_misuse(Misuse::kDoubleFree, p, h->id, current);  // a freed huge block
   }
-  if (owner == 0 || (owner & ZoneImpl::kTombstone)) {
-    return report_misuse(Misuse::kNoLiveHeap, p, 0, current);
-  }
+  if (owner & kTombstone) return report_misuse(Misuse::kDestroyedHeap, p, owner & ~kTombstone, current);
+  if (owner == 0) return report_misuse(Misuse::kNoLiveHeap, p, 0, current);
   if (owner != h->id) return report_misuse(Misuse::kNotCurrentHeap, p, owner, current);
   if (a - g_zone.base.load(std::memory_order_relaxed) <
       g_zone.class_span.load(std::memory_order_relaxed)) {
@@ -77,6 +76,36 @@ void unpoison_free_blocks(HeapState*) noexcept {}
 void poison_free_blocks(HeapState*) noexcept {}
 #endif
 
+void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept {
+  const HeapId id = h->id;
+  if (t_current == h) t_current = &g_no_heap;
+  ZoneImpl& z = zone();
+  if (ChunkObserver* o = z.observer(id)) {
+    z.set_observer(id, nullptr);
+    o->heap_destroyed();
+  }
+  unpoison_free_blocks(h);
+  for (ChunkHeader* c = h->large_head; c != nullptr;) {
+    ChunkHeader* next = c->next;
+    const std::size_t chunks = c->run_chunks;
+    release_chunk_pages(h, c, false);
+    done(context, reinterpret_cast<std::uintptr_t>(c), chunks, id);
+    c = next;
+  }
+  // The state lives in the first class chunk: discard that one last.
+  ChunkHeader* first = h->class_head;
+  for (ChunkHeader* c = first->next; c != nullptr;) {
+    ChunkHeader* next = c->next;
+    release_chunk_pages(h, c, true);
+    done(context, chunk_of(c, true), 1, id);
+    c = next;
+  }
+  const std::uintptr_t first_chunk = chunk_of(first, true);
+  release_chunk_pages(h, first, true);  // h is zero from here on
+  done(context, first_chunk, 1, id);
+  z.heap_destroyed();
+}
+
 }  // namespace detail
 
 using detail::HeapState;
@@ -91,7 +120,7 @@ HeapPtr Heap::create(const HeapConfig& config) {
   std::uint64_t mprotect_calls = 0;
   const std::uintptr_t chunk = zone.acquire(detail::Half::kClass, 1, 0, &mprotect_calls);
   if (chunk == 0) throw std::bad_alloc();
-  const std::uint32_t id = ZoneImpl::owner_of(chunk);
+  const detail::HeapId id = ZoneImpl::owner_of(chunk);
   detail::ChunkHeader* header = detail::class_header(chunk);
   header->kind = detail::ChunkKind::kClass;
   header->owner = id;
@@ -108,41 +137,18 @@ HeapPtr Heap::create(const HeapConfig& config) {
 
 void Heap::destroy(Heap* heap) noexcept {
   if (heap == nullptr) return;
-  HeapState* h = state(heap);
-  if (detail::t_current == h) detail::t_current = &detail::g_no_heap;
-  detail::ZoneImpl& zone = detail::zone();
-  if (detail::ChunkObserver* o = zone.observer(h->id)) {
-    zone.set_observer(h->id, nullptr);
-    o->heap_destroyed();
-  }
-  detail::unpoison_free_blocks(h);
-  for (detail::ChunkHeader* c = h->large_head; c != nullptr;) {
-    detail::ChunkHeader* next = c->next;
-    const std::size_t chunks = c->run_chunks;
-    detail::release_chunk_pages(h, c, false);
-    zone.release(reinterpret_cast<std::uintptr_t>(c), chunks);
-    c = next;
-  }
-  // The state lives in the first class chunk: release that one last.
-  detail::ChunkHeader* first = h->class_head;
-  for (detail::ChunkHeader* c = first->next; c != nullptr;) {
-    detail::ChunkHeader* next = c->next;
-    detail::release_chunk_pages(h, c, true);
-    zone.release(detail::chunk_of(c, true), 1);
-    c = next;
-  }
-  const std::uintptr_t first_chunk = detail::chunk_of(first, true);
-  detail::release_chunk_pages(h, first, true);  // h is zero from here on
-  zone.release(first_chunk, 1);
-  zone.heap_destroyed();
+  detail::discard_heap(state(heap), nullptr,
+                       [](void*, std::uintptr_t first, std::size_t count, detail::HeapId owner) {
+                         detail::zone().release(first, count, owner);
+                       });
 }
 
 Heap* Heap::owner_of(const void* p) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   if (!ZoneImpl::contains(a)) return nullptr;
-  const std::uint32_t owner = ZoneImpl::owner_of(a);
-  if (owner == 0 || (owner & ZoneImpl::kTombstone)) return nullptr;
-  return detail::heap_at(ZoneImpl::chunk_address(owner - 1));
+  const detail::HeapId owner = ZoneImpl::owner_of(a);
+  if (owner == 0 || (owner & detail::kTombstone)) return nullptr;
+  return detail::heap_at(ZoneImpl::chunk_address(detail::first_chunk_of(owner)));
 }
 
 void* Heap::allocate(std::size_t size) noexcept { return detail::heap_alloc(state(this), size); }
@@ -207,7 +213,7 @@ void* Heap::reallocate(void* p, std::size_t new_size) noexcept {
   return q;
 }
 
-std::uint32_t Heap::id() const noexcept { return state(this)->id; }
+std::uint64_t Heap::id() const noexcept { return state(this)->id; }
 void Heap::set_root(void* root) noexcept { state(this)->root = root; }
 void* Heap::root() const noexcept { return state(this)->root; }
 std::size_t Heap::limit() const noexcept { return state(this)->limit; }

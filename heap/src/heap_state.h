@@ -3,8 +3,9 @@
 // chunks saves the allocator too.
 //
 // Invariants:
-//   - id == index of the heap's first class chunk + 1; the owner map says `id` for every chunk
-//     the heap owns, and the heap's state sits at a fixed place in its first chunk.
+//   - id names the heap's first class chunk and its generation there (zone_impl.h); the owner
+//     map says `id` for every chunk the heap owns, and the state sits at a fixed place in its
+//     first chunk.
 //   - free[c] is a singly linked list through the first word of free blocks of class c.
 //   - cursor[c] is where class c carves its next block: blocks are carved in lane order
 //     (chunk ordinal, group, offset), so "carved" is exactly "before the cursor".
@@ -18,6 +19,7 @@
 
 #include "layout.h"
 #include "reheap/heap.h"
+#include "zone_impl.h"
 
 namespace reheap::detail {
 
@@ -25,13 +27,12 @@ enum class ChunkKind : std::uint32_t { kClass = 0xC1A55, kLarge = 0x1A26E, kHuge
 
 struct ChunkHeader {
   ChunkKind kind;
-  std::uint32_t owner;
+  std::uint32_t run_chunks; // huge: chunks in the run; otherwise 1
+  HeapId owner;
   ChunkHeader* next;        // class chunks: in carving order; large chunks: the large list
   ChunkHeader* prev;        // large list only (huge runs leave it on free)
   std::uint32_t ordinal;    // class chunks: position in the class list
-  std::uint32_t run_chunks; // huge: chunks in the run; otherwise 1
   std::uint32_t frontier;   // large: first page never carved
-  std::uint32_t reserved0;
   char* huge_block;         // huge: the block
   std::size_t huge_size;    // huge: usable bytes (page multiple)
 };
@@ -56,15 +57,11 @@ struct ClassCursor {
   std::uint64_t carved = 0;  // blocks ever carved
 };
 
-inline constexpr std::uint32_t kNoHeapId = 0xffffffffu;
-
-
 struct HeapState : Heap {
-  constexpr explicit HeapState(std::uint32_t heap_id) noexcept : id(heap_id) {}
+  constexpr explicit HeapState(HeapId heap_id) noexcept : id(heap_id) {}
 
   // Hot: read by every allocation and free.
-  std::uint32_t id;
-  std::uint32_t reserved0 = 0;
+  HeapId id;
   void* free[kNumClasses] = {};
 
   // Warm: carving.
@@ -141,6 +138,12 @@ std::size_t free_run_pages(const HeapState* h) noexcept;  // O(free runs)
 void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept;
 void release_chunk_pages(HeapState* h, ChunkHeader* chunk, bool is_class) noexcept;
 void unpoison_free_blocks(HeapState* h) noexcept;
+
+// Ends a heap: tells its chunk observer, discards the pages of every chunk run (the state last:
+// `h` reads as zero afterwards) and hands each run to `done`, which gives it back to the zone
+// (Heap::destroy) or keeps it for the heap restored in its place (restore's `replace`).
+using ChunkRunDone = void (*)(void* context, std::uintptr_t first, std::size_t count, HeapId owner);
+void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept;
 void poison_free_blocks(HeapState* h) noexcept;
 
 }  // namespace reheap::detail

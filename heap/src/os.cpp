@@ -27,6 +27,10 @@ int make_accessible(std::uintptr_t base, std::size_t size) noexcept {
   return ::mprotect(reinterpret_cast<void*>(base), size, PROT_READ | PROT_WRITE) == 0 ? 0 : errno;
 }
 
+int make_inaccessible(std::uintptr_t base, std::size_t size) noexcept {
+  return ::mprotect(reinterpret_cast<void*>(base), size, PROT_NONE) == 0 ? 0 : errno;
+}
+
 int discard(std::uintptr_t base, std::size_t size) noexcept {
   return ::madvise(reinterpret_cast<void*>(base), size, MADV_DONTNEED) == 0 ? 0 : errno;
 }

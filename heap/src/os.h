@@ -14,6 +14,9 @@ int reserve_fixed(std::uintptr_t base, std::size_t size) noexcept;
 // Makes reserved pages readable and writable. Pages are committed lazily on first touch.
 int make_accessible(std::uintptr_t base, std::size_t size) noexcept;
 
+// Makes pages inaccessible again (PROT_NONE); they stay reserved.
+int make_inaccessible(std::uintptr_t base, std::size_t size) noexcept;
+
 // Gives the pages back to the OS; they read as zero afterwards and keep their protection.
 int discard(std::uintptr_t base, std::size_t size) noexcept;
 

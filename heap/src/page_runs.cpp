@@ -264,14 +264,18 @@ void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcep
 
 void release_chunk_pages(HeapState* h, ChunkHeader* c, bool is_class) noexcept {
   const std::uintptr_t base = chunk_of(c, is_class);
-  std::size_t bytes = c->run_chunks * kChunkSize;
-  if (c->kind == ChunkKind::kLarge) bytes = c->frontier * kPageSize;
+  const std::size_t run_bytes = std::size_t{c->run_chunks} * kChunkSize;
+  std::size_t bytes = run_bytes;
+  if (c->kind == ChunkKind::kLarge) bytes = std::size_t{c->frontier} * kPageSize;
   if (c->kind == ChunkKind::kHuge) {
     bytes = static_cast<std::size_t>(c->huge_block - reinterpret_cast<char*>(c)) + c->huge_size;
   }
+  // The header's fields bound what is discarded, and they are the heap's own data: never let
+  // them reach past the heap's run into another heap's chunks, whatever they say.
+  if (bytes > run_bytes) bytes = run_bytes;
   if (os::discard(base, bytes) != 0) {
-    fatal("madvise(MADV_DONTNEED) of heap %u's chunk at %#lx failed", h->id,
-          static_cast<unsigned long>(base));
+    fatal("madvise(MADV_DONTNEED) of heap %llu's chunk at %#lx failed",
+          static_cast<unsigned long long>(h->id), static_cast<unsigned long>(base));
   }
   ++h->os.madvise;
 }

@@ -38,29 +38,38 @@ void fatal(const char* format, ...) noexcept {
   std::abort();
 }
 
-void report_misuse(Misuse kind, const void* ptr, std::uint32_t owner,
-                   std::uint32_t current) noexcept {
+void report_misuse(Misuse kind, const void* ptr, std::uint64_t owner,
+                   std::uint64_t current) noexcept {
   if constexpr (!kChecks) {
     zone().count_ignored_free();
     return;
   }
+  const auto id = static_cast<unsigned long long>(owner);
   switch (kind) {
     case Misuse::kDoubleFree:
-      fatal("double free of %p in heap %u", ptr, owner);
+      fatal("double free of %p in heap %llu", ptr, id);
     case Misuse::kNotCurrentHeap: {
-      char current_name[32] = "none";
-      if (current != 0) std::snprintf(current_name, sizeof current_name, "heap %u", current);
-      fatal("free of %p: the block belongs to heap %u, which is not the current heap (current: "
+      char current_name[48] = "none";
+      if (current != 0) {
+        std::snprintf(current_name, sizeof current_name, "heap %llu",
+                      static_cast<unsigned long long>(current));
+      }
+      fatal("free of %p: the block belongs to heap %llu, which is not the current heap (current: "
             "%s); make its heap current with reheap::HeapScope before deleting objects that "
             "live in it",
-            ptr, owner, current_name);
+            ptr, id, current_name);
     }
     case Misuse::kNeverHandedOut:
-      fatal("free of %p: heap %u never handed out a block at this address", ptr, owner);
+      fatal("free of %p: heap %llu never handed out a block at this address", ptr, id);
     case Misuse::kNoLiveHeap:
       fatal("free of %p: the address is in the reheap zone but in no live heap (was its heap "
             "destroyed before the object?)",
             ptr);
+    case Misuse::kDestroyedHeap:
+      fatal("free of %p: the address is in the reheap zone but in no live heap: heap %llu (first "
+            "chunk %u, generation %u) gave it back (the heap was destroyed, or the block was a "
+            "freed huge block); the pointer is stale",
+            ptr, id, first_chunk_of(owner), generation_of(owner));
   }
   fatal("unknown misuse of %p", ptr);
 }

@@ -12,12 +12,13 @@ enum class Misuse {
   kNotCurrentHeap,    // the block belongs to a live heap other than the one freeing it
   kNeverHandedOut,    // the address lies in the heap but is not the start of a live block
   kNoLiveHeap,        // the address lies in the zone but in no live heap's chunks
+  kDestroyedHeap,     // the address lies in chunks a destroyed heap gave back (owner: that heap)
 };
 
 // Reports misuse of `ptr`; `owner` and `current` are heap ids (0 for none). Returns only in
 // unchecked builds.
-void report_misuse(Misuse kind, const void* ptr, std::uint32_t owner,
-                   std::uint32_t current) noexcept;
+void report_misuse(Misuse kind, const void* ptr, std::uint64_t owner,
+                   std::uint64_t current) noexcept;
 
 // Prints "reheap: <message>" to stderr and aborts. For broken invariants and fatal OS errors.
 [[noreturn]] void fatal(const char* format, ...) noexcept __attribute__((format(printf, 1, 2)));

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +10,7 @@
 
 #include "os.h"
 #include "report.h"
+#include "stale_access.h"
 #include "zone_impl.h"
 
 namespace reheap {
@@ -79,12 +82,18 @@ void ZoneImpl::reserve_locked() {
   }
   chunks_ = c.size / kChunkSize;
   class_chunks_ = chunks_ / 2;
-  auto* owners = static_cast<std::atomic<std::uint32_t>*>(
-      os::map_table(chunks_ * sizeof(std::atomic<std::uint32_t>)));
-  used_ = static_cast<std::uint64_t*>(os::map_table(align_up(chunks_, 64) / 8));
+  const std::size_t bitmap_bytes = align_up(chunks_, 64) / 8;
+  auto* owners = static_cast<std::atomic<std::uint64_t>*>(
+      os::map_table(chunks_ * sizeof(std::atomic<std::uint64_t>)));
+  used_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  quarantined_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  protected_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  generation_ = static_cast<std::uint32_t*>(os::map_table(class_chunks_ * sizeof(std::uint32_t)));
+  fifo_ = static_cast<QuarantinedRun*>(os::map_table(chunks_ * sizeof(QuarantinedRun)));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
-  if (owners == nullptr || used_ == nullptr || observers_ == nullptr) {
+  if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
+      generation_ == nullptr || fifo_ == nullptr || observers_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -96,6 +105,7 @@ void ZoneImpl::reserve_locked() {
     throw std::system_error(err, std::generic_category(), where);
   }
   config_ = c;
+  quarantine_limit_ = std::min(c.quarantine_chunks, chunks_ / 8);
   hint_[0] = 0;
   hint_[1] = class_chunks_;
   accessible_end_[0] = 0;
@@ -104,57 +114,98 @@ void ZoneImpl::reserve_locked() {
   g_zone.size.store(c.size, std::memory_order_relaxed);
   g_zone.class_span.store(class_chunks_ * kChunkSize, std::memory_order_relaxed);
   g_zone.base.store(c.base, std::memory_order_release);
+  if constexpr (kChecks) install_stale_access_report();
   reserved_.store(true, std::memory_order_release);
 }
 
-bool ZoneImpl::run_is_free(std::size_t first, std::size_t count) const noexcept {
+void ZoneImpl::set_bits(std::uint64_t* bits, std::size_t first, std::size_t count, bool value) noexcept {
   for (std::size_t i = first; i < first + count; ++i) {
-    if (used_[i / 64] & (std::uint64_t{1} << (i % 64))) return false;
-  }
-  return true;
-}
-
-void ZoneImpl::mark(std::size_t first, std::size_t count, bool used) noexcept {
-  for (std::size_t i = first; i < first + count; ++i) {
-    if (used) {
-      used_[i / 64] |= std::uint64_t{1} << (i % 64);
+    if (value) {
+      bits[i / 64] |= std::uint64_t{1} << (i % 64);
     } else {
-      used_[i / 64] &= ~(std::uint64_t{1} << (i % 64));
+      bits[i / 64] &= ~(std::uint64_t{1} << (i % 64));
     }
   }
 }
 
-std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, std::uint32_t owner,
+namespace {
+
+// The first index in [i, end) whose bit in `bits` equals `value`, or `end`. Word at a time.
+std::size_t next_with(const std::uint64_t* bits, std::size_t i, std::size_t end, bool value) noexcept {
+  while (i < end) {
+    std::uint64_t word = bits[i / 64];
+    if (!value) word = ~word;
+    word &= ~std::uint64_t{0} << (i % 64);
+    if (word != 0) {
+      const std::size_t found = (i / 64) * 64 + static_cast<std::size_t>(std::countr_zero(word));
+      return found < end ? found : end;
+    }
+    i = (i / 64 + 1) * 64;
+  }
+  return end;
+}
+
+}  // namespace
+
+std::size_t ZoneImpl::find_free_run(std::size_t from, std::size_t end, std::size_t count) const noexcept {
+  // Alternates between "next free chunk" and "next used chunk after it": each step crosses one
+  // region boundary, so a request that cannot be met costs O(regions + words), not O(chunks x
+  // count) as a chunk-by-chunk first fit would (a 16 TiB request in a fragmented zone took 11 s
+  // that way, all under the zone lock).
+  std::size_t i = from;
+  while (true) {
+    i = next_with(used_, i, end, false);
+    if (end - i < count) return end;
+    const std::size_t used = next_with(used_, i, i + count, true);
+    if (used == i + count) return i;
+    i = used;
+  }
+}
+
+std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, HeapId owner,
                                  std::uint64_t* mprotect_calls) noexcept {
   const int h = half == Half::kClass ? 0 : 1;
   const std::size_t end = h == 0 ? class_chunks_ : chunks_;
   std::lock_guard lock(mutex_);
-  if (!reserved()) return 0;
-  // Lowest-address first fit. Whole 64-chunk words that are full are skipped at once.
-  std::size_t i = hint_[h];
-  while (i + count <= end) {
-    if (i % 64 == 0 && used_[i / 64] == ~std::uint64_t{0}) {
-      i += 64;
-      continue;
-    }
-    if (run_is_free(i, count)) break;
-    ++i;
+  if (!reserved() || count == 0 || count > end) return 0;
+  std::size_t i = find_free_run(hint_[h], end, count);
+  if (i == end && quarantined_chunks_ != 0) {
+    // The half is full but for quarantined chunks: the quarantine gives way before an
+    // allocation fails.
+    evict_locked(0, h);
+    i = find_free_run(hint_[h], end, count);
   }
-  if (i + count > end) return 0;
-  if (count == 1 || i == hint_[h]) hint_[h] = i + (count == 1 ? 1 : 0);
+  if (i == end) return 0;
+  if (i == hint_[h]) hint_[h] = i + count;
   if (!make_accessible_locked(h, i + count, mprotect_calls)) return 0;
-  take_locked(h, i, count, owner != 0 ? owner : static_cast<std::uint32_t>(i + 1));
+  if (owner == 0) owner = make_heap_id(static_cast<std::uint32_t>(i), ++generation_[i]);
+  take_locked(h, i, count, owner);
   return chunk_address(static_cast<std::uint32_t>(i));
 }
 
-bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, std::uint32_t owner,
+bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
                           std::uint64_t* mprotect_calls) noexcept {
   std::lock_guard lock(mutex_);
   if (!reserved() || count == 0 || first + count > chunks_ || first + count < first) return false;
   const int h = first < class_chunks_ ? 0 : 1;
   if (h == 0 && first + count > class_chunks_) return false;
-  if (!run_is_free(first, count)) return false;
+  auto* owners = g_zone.owners.load(std::memory_order_relaxed);
+  for (std::size_t k = first; k < first + count; ++k) {
+    const bool own_quarantine = test(quarantined_, k) &&
+                                owners[k].load(std::memory_order_relaxed) == (owner | kTombstone);
+    if (test(used_, k) && !own_quarantine) return false;
+  }
   if (!make_accessible_locked(h, first + count, mprotect_calls)) return false;
+  for (std::size_t k = first; k < first + count; ++k) {
+    if (test(quarantined_, k)) {
+      unquarantine_locked(k);
+      set_bits(used_, k, 1, false);
+    }
+  }
+  const std::uint32_t head = first_chunk_of(owner);
+  if (head < class_chunks_ && generation_[head] < generation_of(owner)) {
+    generation_[head] = generation_of(owner);  // later heaps there get later generations
+  }
   take_locked(h, first, count, owner);
   return true;
 }
@@ -171,23 +222,78 @@ bool ZoneImpl::make_accessible_locked(int h, std::size_t need_end, std::uint64_t
   return true;
 }
 
-void ZoneImpl::take_locked(int h, std::size_t first, std::size_t count, std::uint32_t owner) noexcept {
-  mark(first, count, true);
+void ZoneImpl::take_locked(int h, std::size_t first, std::size_t count, HeapId owner) noexcept {
+  set_bits(used_, first, count, true);
   in_use_[h] += count;
   auto* owners = g_zone.owners.load(std::memory_order_relaxed);
   for (std::size_t k = first; k < first + count; ++k) owners[k].store(owner, std::memory_order_relaxed);
 }
 
-void ZoneImpl::release(std::uintptr_t first, std::size_t count, std::uint32_t freed_by) noexcept {
+void ZoneImpl::release(std::uintptr_t first, std::size_t count, HeapId freed_by) noexcept {
   const std::size_t index = (first - config_.base) >> kChunkShift;
-  const int h = index < class_chunks_ ? 0 : 1;
   std::lock_guard lock(mutex_);
   auto* owners = g_zone.owners.load(std::memory_order_relaxed);
-  const std::uint32_t entry = freed_by != 0 ? (freed_by | kTombstone) : 0;
-  for (std::size_t k = index; k < index + count; ++k) owners[k].store(entry, std::memory_order_relaxed);
-  mark(index, count, false);
-  in_use_[h] -= count;
-  if (index < hint_[h]) hint_[h] = index;
+  for (std::size_t k = index; k < index + count; ++k) {
+    owners[k].store(freed_by | kTombstone, std::memory_order_relaxed);
+  }
+  // The chunks stay marked used while they wait, so that no search hands them out.
+  set_bits(quarantined_, index, count, true);
+  quarantined_chunks_ += count;
+  in_use_[index < class_chunks_ ? 0 : 1] -= count;
+  if (kChecks && protected_chunks_ + count <= kMaxProtectedChunks &&
+      os::make_inaccessible(first, count * kChunkSize) == 0) {
+    set_bits(protected_, index, count, true);
+    protected_chunks_ += count;
+  }
+  fifo_[(fifo_head_ + fifo_length_) % chunks_] = {static_cast<std::uint32_t>(index),
+                                                 static_cast<std::uint32_t>(count)};
+  ++fifo_length_;
+  evict_locked(quarantine_limit_, -1);
+}
+
+void ZoneImpl::unquarantine_locked(std::size_t i) noexcept {
+  const std::uintptr_t chunk = chunk_address(static_cast<std::uint32_t>(i));
+  if (test(protected_, i)) {
+    if (os::make_accessible(chunk, kChunkSize) != 0) {
+      fatal("cannot make the zone's chunk at %#lx accessible again (mprotect failed)",
+            static_cast<unsigned long>(chunk));
+    }
+    set_bits(protected_, i, 1, false);
+    --protected_chunks_;
+  }
+  // A stale pointer may have written here since the chunk was given back; its next owner must
+  // find the pages zero.
+  os::discard(chunk, kChunkSize);
+  set_bits(quarantined_, i, 1, false);
+  --quarantined_chunks_;
+}
+
+void ZoneImpl::evict_locked(std::size_t keep, int half) noexcept {
+  // Oldest first. Entries whose chunks were taken back meanwhile (acquire_at) are skipped; with
+  // `half` set, entries of the other half go back to the end of the ring.
+  std::size_t visits = fifo_length_;
+  while (quarantined_chunks_ > keep && fifo_length_ != 0 && visits-- != 0) {
+    const QuarantinedRun run = fifo_[fifo_head_];
+    fifo_head_ = (fifo_head_ + 1) % chunks_;
+    --fifo_length_;
+    const int h = run.first < class_chunks_ ? 0 : 1;
+    if (half >= 0 && h != half) {
+      fifo_[(fifo_head_ + fifo_length_) % chunks_] = run;
+      ++fifo_length_;
+      continue;
+    }
+    for (std::size_t k = run.first; k < std::size_t{run.first} + run.count; ++k) {
+      if (!test(quarantined_, k)) continue;
+      unquarantine_locked(k);
+      set_bits(used_, k, 1, false);
+      if (k < hint_[h]) hint_[h] = k;
+    }
+  }
+}
+
+std::size_t ZoneImpl::quarantined() const noexcept {
+  std::lock_guard lock(mutex_);
+  return quarantined_chunks_;
 }
 
 ZoneStats ZoneImpl::stats() const noexcept {
@@ -199,6 +305,7 @@ ZoneStats ZoneImpl::stats() const noexcept {
   s.class_chunks_in_use = in_use_[0];
   s.large_chunks_in_use = in_use_[1];
   s.live_heaps = live_heaps_.load(std::memory_order_relaxed);
+  s.quarantined_chunks = quarantined_chunks_;
   s.ignored_frees = ignored_frees_.load(std::memory_order_relaxed);
   return s;
 }

@@ -7,6 +7,17 @@
 //
 // The owner map is read without the lock on every free (relaxed atomics: a chunk changes owner
 // only while no live block of it can be named), and written under the lock.
+//
+// Heap ids and stale pointers. An id names one heap for its whole life and never a later heap in
+// the same place: its low 32 bits are the index of the heap's first chunk + 1 (where its state
+// lives), its bits 32..62 a generation that the zone increments each time a heap is created at
+// that chunk. Chunks a heap gives back are not handed out again at once: they wait in a FIFO
+// quarantine (ZoneConfig::quarantine_chunks), their owner-map entry a tombstone naming the heap
+// that gave them back, so that a stale pointer into them is recognised for what it is (a free
+// through it is reported, or ignored and counted; in checked builds the chunks are also made
+// inaccessible, and an access is reported naming the destroyed heap). Only when the quarantine
+// is full, or a half has no other free chunk, do the oldest quarantined chunks become free again
+// (discarded once more, so that stale writes made meanwhile never reach their next owner).
 #pragma once
 
 #include <atomic>
@@ -24,9 +35,23 @@ struct ZoneBounds {
   std::atomic<std::uintptr_t> base{0};
   std::atomic<std::size_t> class_span{0};  // bytes in the class half
   std::atomic<std::size_t> size{0};
-  std::atomic<std::atomic<std::uint32_t>*> owners{nullptr};
+  std::atomic<std::atomic<std::uint64_t>*> owners{nullptr};
 };
 extern constinit ZoneBounds g_zone;
+
+// Heap ids (see above). Bit 63 is never set in an id: the owner map uses it for tombstones.
+using HeapId = std::uint64_t;
+inline constexpr HeapId kTombstone = HeapId{1} << 63;
+inline constexpr HeapId kNoHeapId = ~HeapId{0};  // the no-heap state's id: matches no entry
+constexpr HeapId make_heap_id(std::uint32_t first_chunk, std::uint32_t generation) noexcept {
+  return (HeapId{generation & 0x7fffffffu} << 32) | (HeapId{first_chunk} + 1);
+}
+constexpr std::uint32_t first_chunk_of(HeapId id) noexcept {
+  return static_cast<std::uint32_t>(id) - 1;
+}
+constexpr std::uint32_t generation_of(HeapId id) noexcept {
+  return static_cast<std::uint32_t>((id & ~kTombstone) >> 32);
+}
 
 enum class Half { kClass, kLarge };
 
@@ -52,28 +77,29 @@ class ZoneImpl {
   bool reserved() const noexcept { return reserved_.load(std::memory_order_acquire); }
   ZoneStats stats() const noexcept;
 
-  // Takes `count` contiguous free chunks of `half` for heap `owner` (0: a new heap whose id will
-  // be the first chunk's index + 1). Returns the first chunk's address, or 0 if the half is full.
-  // `*mprotect_calls` is increased by the OS calls made.
-  std::uintptr_t acquire(Half half, std::size_t count, std::uint32_t owner,
+  // Takes `count` contiguous free chunks of `half` for heap `owner` (0: a new heap, whose id is
+  // made from the first chunk's index and its next generation). Returns the first chunk's
+  // address, or 0 if the half is full. The search is O(used and free regions of the half) and
+  // never walks chunk by chunk. `*mprotect_calls` is increased by the OS calls made.
+  std::uintptr_t acquire(Half half, std::size_t count, HeapId owner,
                          std::uint64_t* mprotect_calls) noexcept;
 
   // Takes exactly the chunks [first, first + count) for heap `owner` (restoring a snapshot).
-  // Returns false if any of them is in use or the run leaves its half of the zone.
-  bool acquire_at(std::size_t first, std::size_t count, std::uint32_t owner,
+  // A chunk is available if it is free, or in quarantine after `owner` itself gave it back (a
+  // restart restoring a heap in the chunks its failed incarnation left). Returns false if any
+  // of them is in use or the run leaves its half of the zone.
+  bool acquire_at(std::size_t first, std::size_t count, HeapId owner,
                   std::uint64_t* mprotect_calls) noexcept;
 
-  // Returns chunks to the zone. Their pages must already be discarded. `freed_by` (a heap id, or
-  // 0) is left in the owner map as a tombstone until the chunks are reused, so that a second
-  // free of a huge block is reported as a double free rather than as a stray address.
-  void release(std::uintptr_t first, std::size_t count, std::uint32_t freed_by = 0) noexcept;
+  // Returns chunks to the zone, through the quarantine. Their pages must already be discarded.
+  // `freed_by` (the heap id giving them back) stays in the owner map as a tombstone until the
+  // chunks are reused, so that a free through a stale pointer is told apart from a stray address
+  // (and a second free of a huge block is reported as a double free).
+  void release(std::uintptr_t first, std::size_t count, HeapId freed_by) noexcept;
 
-  // Owner-map entries with this bit set are tombstones: free chunks, last freed by the heap in
-  // the other bits. Heap ids never have it.
-  static constexpr std::uint32_t kTombstone = 0x80000000u;
-
-  // The owner-map entry of the chunk holding `a` (0: never owned). `a` must lie in the zone.
-  static std::uint32_t owner_of(std::uintptr_t a) noexcept {
+  // The owner-map entry of the chunk holding `a` (0: never owned; kTombstone | id: given back by
+  // heap id). `a` must lie in the zone.
+  static HeapId owner_of(std::uintptr_t a) noexcept {
     const std::uintptr_t base = g_zone.base.load(std::memory_order_relaxed);
     return g_zone.owners.load(std::memory_order_relaxed)[(a - base) >> kChunkShift].load(
         std::memory_order_relaxed);
@@ -92,12 +118,15 @@ class ZoneImpl {
 
   // The observer of heap `id` (null: none). Read on the heap's own thread only when it releases
   // chunks; set by the observer's owner on that thread.
-  ChunkObserver* observer(std::uint32_t id) const noexcept {
-    return observers_[id - 1].load(std::memory_order_relaxed);
+  ChunkObserver* observer(HeapId id) const noexcept {
+    return observers_[first_chunk_of(id)].load(std::memory_order_relaxed);
   }
-  void set_observer(std::uint32_t id, ChunkObserver* o) noexcept {
-    observers_[id - 1].store(o, std::memory_order_relaxed);
+  void set_observer(HeapId id, ChunkObserver* o) noexcept {
+    observers_[first_chunk_of(id)].store(o, std::memory_order_relaxed);
   }
+
+  // Chunks waiting in quarantine (tests and statistics).
+  std::size_t quarantined() const noexcept;
 
   void count_ignored_free() noexcept { ignored_frees_.fetch_add(1, std::memory_order_relaxed); }
   void heap_created() noexcept { live_heaps_.fetch_add(1, std::memory_order_relaxed); }
@@ -105,20 +134,46 @@ class ZoneImpl {
 
  private:
   static constexpr std::size_t kProtectStep = 64;  // chunks made accessible at once (4 GiB)
+  // Checked builds make quarantined chunks inaccessible while fewer than this many are: each run
+  // of them may split the zone's mapping, and vm.max_map_count (65530 by default) must keep room.
+  static constexpr std::size_t kMaxProtectedChunks = 8192;
+
+  struct QuarantinedRun {
+    std::uint32_t first;
+    std::uint32_t count;
+  };
 
   void reserve_locked();
   bool make_accessible_locked(int half, std::size_t need_end, std::uint64_t* mprotect_calls) noexcept;
-  void take_locked(int half, std::size_t first, std::size_t count, std::uint32_t owner) noexcept;
-  bool run_is_free(std::size_t first, std::size_t count) const noexcept;
-  void mark(std::size_t first, std::size_t count, bool used) noexcept;
+  void take_locked(int half, std::size_t first, std::size_t count, HeapId owner) noexcept;
+  std::size_t find_free_run(std::size_t from, std::size_t end, std::size_t count) const noexcept;
+  static bool test(const std::uint64_t* bits, std::size_t i) noexcept {
+    return (bits[i / 64] >> (i % 64)) & 1;
+  }
+  static void set_bits(std::uint64_t* bits, std::size_t first, std::size_t count, bool value) noexcept;
+  // Ends the quarantine of chunk `i` (it must be in quarantine): makes it accessible again and
+  // discards whatever stale writes reached it. The chunk stays marked used.
+  void unquarantine_locked(std::size_t i) noexcept;
+  // Frees the oldest quarantined runs while more than `keep` chunks wait, or of `half` only
+  // (-1: both) until none of it waits.
+  void evict_locked(std::size_t keep, int half) noexcept;
 
   mutable std::mutex mutex_;
   std::atomic<bool> reserved_{false};
   ZoneConfig config_{};
   std::size_t chunks_ = 0;        // in the whole zone
   std::size_t class_chunks_ = 0;  // in the class half: [0, class_chunks_)
-  std::uint64_t* used_ = nullptr;  // one bit per chunk
-  std::atomic<ChunkObserver*>* observers_ = nullptr;  // by heap id - 1 (one per chunk)
+  std::uint64_t* used_ = nullptr;         // one bit per chunk: owned, or in quarantine
+  std::uint64_t* quarantined_ = nullptr;  // one bit per chunk: in quarantine
+  std::uint64_t* protected_ = nullptr;    // one bit per chunk: made inaccessible in quarantine
+  std::uint32_t* generation_ = nullptr;   // by class chunk: the last heap generation created there
+  QuarantinedRun* fifo_ = nullptr;        // ring of quarantined runs, oldest at fifo_head_
+  std::size_t fifo_head_ = 0;
+  std::size_t fifo_length_ = 0;
+  std::size_t quarantine_limit_ = 0;      // chunks
+  std::size_t quarantined_chunks_ = 0;
+  std::size_t protected_chunks_ = 0;
+  std::atomic<ChunkObserver*>* observers_ = nullptr;  // by the heap's first chunk (one per chunk)
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes
   std::size_t accessible_end_[2] = {0, 0};
   std::size_t in_use_[2] = {0, 0};

@@ -44,7 +44,7 @@ TEST(HeapLifetime, ANewHeapIsEmptyAndCommitsLittle) {
 
 TEST(HeapLifetime, LiveHeapsHaveDistinctIds) {
   std::vector<HeapPtr> heaps;
-  std::set<std::uint32_t> ids;
+  std::set<std::uint64_t> ids;
   for (int i = 0; i < 100; ++i) {
     heaps.push_back(Heap::create());
     ids.insert(heaps.back()->id());
@@ -239,7 +239,7 @@ TEST(HeapLifetime, ThousandsOfSmallHeapsLiveAtOnceEachCommittingLittle) {
   EXPECT_EQ(over_budget, 0u) << "heaps committing more than 32 KiB for three small blocks";
   EXPECT_EQ(Zone::stats().live_heaps, zone_before.live_heaps + kManyHeaps);
 
-  std::set<std::uint32_t> ids;
+  std::set<std::uint64_t> ids;
   std::size_t misowned = 0;
   for (std::size_t i = 0; i < kManyHeaps; ++i) {
     ids.insert(heaps[i]->id());

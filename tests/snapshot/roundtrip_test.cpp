@@ -125,7 +125,7 @@ TEST(SnapshotRoundTrip, SameProcessAfterDestroyGivesTheSameHeapBack) {
   heap->set_limit(512 * MiB);
   const std::uint64_t digest = digest_of(*heap, c);
   const HeapStats stats = heap->stats();
-  const std::uint32_t id = heap->id();
+  const std::uint64_t id = heap->id();
   void* const root = heap->root();
   const SnapshotInfo info = Snapshotter(*heap).save(dir / "h.snap");
   EXPECT_EQ(info.generation, 1u);
@@ -177,7 +177,7 @@ TEST(SnapshotRoundTrip, ThroughAByteStream) {
 
 TEST(SnapshotRoundTrip, EmptyHeapWithoutRoot) {
   TempDir dir;
-  std::uint32_t id = 0;
+  std::uint64_t id = 0;
   {
     HeapPtr heap = Heap::create();
     id = heap->id();

@@ -92,7 +92,7 @@ void try_restore(const std::uint8_t* data, std::size_t size) {
     options.layout = reheap::LayoutCheck::kNone;
     options.limit_bytes = std::size_t{1} << 30;  // a fuzzed header may claim any size
     reheap::HeapPtr heap = reheap::restore(source, options);
-    if (verbose) std::fprintf(stderr, "restore: ok, heap %u\n", heap->id());
+    if (verbose) std::fprintf(stderr, "restore: ok, heap %llu\n", static_cast<unsigned long long>(heap->id()));
     // The restored heap must be usable enough to be destroyed (destroy walks its chunk lists).
   } catch (const reheap::SnapshotError& error) {
     rejected("restore", error);

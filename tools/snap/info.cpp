@@ -70,7 +70,7 @@ void print_text(const std::filesystem::path& file, const SnapshotHeader& h, cons
               h.format_version, h.page_size, human_bytes(h.chunk_size).c_str(),
               h.checked_build ? "yes" : "no");
   std::printf("zone        %s, %s\n", hex(h.zone_base).c_str(), human_bytes(h.zone_size).c_str());
-  std::printf("heap        id %u, root %s\n", h.heap_id, hex(h.root).c_str());
+  std::printf("heap        id %llu, root %s\n", static_cast<unsigned long long>(h.heap_id), hex(h.root).c_str());
   std::printf("limit       %s\n", limit_text(h.limit_bytes).c_str());
   std::printf("committed   %s (%zu bytes)\n", human_bytes(h.committed_bytes).c_str(),
               h.committed_bytes);

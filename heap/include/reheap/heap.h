@@ -114,8 +114,10 @@ class Heap {
   // Statistics computed on request (walks the free lists: O(free blocks)).
   HeapStats stats() const noexcept;
 
-  // The heap's number: stable for its life, unique among live heaps.
-  std::uint32_t id() const noexcept;
+  // The heap's number: stable for its life (and kept by a snapshot), never shared with another
+  // heap of this process, live or destroyed, nor with a later heap in the same chunks: its low
+  // 32 bits are its first chunk's index + 1, its high bits that chunk's generation.
+  std::uint64_t id() const noexcept;
 
   // A user pointer kept in the heap's own metadata (e.g. the reactor object living in the heap),
   // so that it is saved and restored with the heap.

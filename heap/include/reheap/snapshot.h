@@ -93,8 +93,9 @@ class Snapshotter {
 
 struct RestoreOptions {
   LayoutCheck layout = LayoutCheck::kStrict;
-  // Refuses (kOverLimit) a heap whose committed bytes exceed this. The restored heap keeps the
-  // limit it was saved with.
+  // Refuses (kOverLimit) a heap whose committed bytes exceed this: the bytes its allocator state
+  // really commits, which restore derives and checks against the header. The restored heap keeps
+  // the limit it was saved with.
   std::size_t limit_bytes = kUnlimited;
 };
 
@@ -104,6 +105,13 @@ HeapPtr restore(const std::filesystem::path& file, const RestoreOptions& options
 
 // Restores a full snapshot from any source.
 HeapPtr restore(ByteSource& source, const RestoreOptions& options = {});
+
+// Restores a snapshot of `heap` in its place: `heap` (which must have the snapshot's id, e.g. the
+// failed incarnation of a reactor that restarts from its last snapshot) is destroyed without
+// running any destructor, and its chunks pass straight to the restored heap, so that no other
+// thread creating heaps meanwhile can take them. `heap` is destroyed whatever the outcome.
+HeapPtr restore_replacing(HeapPtr heap, const std::filesystem::path& file, const RestoreOptions& options = {});
+HeapPtr restore_replacing(HeapPtr heap, ByteSource& source, const RestoreOptions& options = {});
 
 // Writes the state the chain ending at `latest` describes as one full snapshot `out`
 // (crash-safe), without restoring it: no zone or heap is involved.

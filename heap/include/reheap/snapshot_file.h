@@ -59,7 +59,7 @@ struct SnapshotHeader {
   std::uintptr_t zone_base = 0;
   std::size_t zone_size = 0;
   bool checked_build = false;  // saved by a build with REHEAP_CHECKS (its heaps carry a shadow)
-  std::uint32_t heap_id = 0;
+  std::uint64_t heap_id = 0;  // Heap::id(): first chunk index + 1, and its generation above
   std::uintptr_t root = 0;
   std::size_t limit_bytes = 0;
   std::size_t committed_bytes = 0;  // the heap's committed bytes when saved

@@ -2,7 +2,7 @@
 //
 // At first use the zone reserves [base, base + size) with PROT_NONE and MAP_NORESERVE at a fixed
 // address (MAP_FIXED_NOREPLACE: it never replaces an existing mapping). The range is cut into
-// 64 MiB chunks; a heap owns a list of chunks, and a zone-wide owner map (one 32-bit entry per
+// 64 MiB chunks; a heap owns a list of chunks, and a zone-wide owner map (one 64-bit entry per
 // chunk) says which heap owns any address in O(1). The lower half of the zone holds "class
 // chunks" (fixed-size blocks), the upper half "large chunks" (page runs and huge blocks), so that
 // an address alone tells which allocator path serves it.
@@ -12,6 +12,14 @@
 // Zone::configure() or the environment variables REHEAP_ZONE_BASE and REHEAP_ZONE_SIZE (hex or
 // decimal). The zone is never unmapped: it outlives every static object, so `delete` works at any
 // point of process exit (see README, "Heap lifetime").
+//
+// Stale pointers. Chunks a heap gives back (destroyed, or a huge block freed) wait in a
+// quarantine before another heap may take them, so that a pointer kept past its heap's life
+// lands in a chunk no live heap owns: a delete through it is ignored and counted (release
+// builds) or reported naming the destroyed heap (checked builds, which also make the chunks
+// inaccessible, so that a read or write through the pointer is reported too). The guarantee
+// lasts while the chunks wait: until `quarantine_chunks` more chunks were given back after them,
+// or the zone has no other free chunk.
 //
 // Thread safety: every function here may be called from any thread.
 #pragma once
@@ -24,6 +32,9 @@ namespace reheap {
 struct ZoneConfig {
   std::uintptr_t base = 0;  // 0: the default for this build (see default_zone_config())
   std::size_t size = 0;     // 0: the default for this build
+  // Chunks given back that wait before reuse (64 MiB of address space each, no memory: their
+  // pages are discarded). At most an eighth of the zone's chunks; 0 turns the quarantine off.
+  std::size_t quarantine_chunks = 4096;
 };
 
 struct ZoneStats {
@@ -33,6 +44,7 @@ struct ZoneStats {
   std::size_t class_chunks_in_use = 0;
   std::size_t large_chunks_in_use = 0;
   std::size_t live_heaps = 0;
+  std::size_t quarantined_chunks = 0;  // given back, waiting before reuse
   // Frees that named a zone address owned by no heap, or by a heap that is not current on the
   // calling thread, in builds without REHEAP_CHECKS. They are ignored (the block leaks) so that a
   // foreign heap is never corrupted; checked builds abort instead.

@@ -196,7 +196,7 @@ SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::u
   h.zone_base = f.u64("zone_base");
   h.zone_size = f.u64("zone_size");
   h.checked_build = f.boolean("checked_build");
-  h.heap_id = f.u32("heap_id");
+  h.heap_id = f.u64("heap_id");
   h.root = f.u64("root");
   h.limit_bytes = f.u64("limit");
   h.committed_bytes = f.u64("committed");
@@ -217,7 +217,12 @@ SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::u
     f.bad("an increment without a parent file or with generation < 2");
   }
   const std::uint64_t zone_chunks = h.zone_size / h.chunk_size;
-  if (h.heap_id == 0 || h.heap_id > zone_chunks) f.bad("heap id out of the zone");
+  // A heap id is its first chunk's index + 1 in the low 32 bits and a generation above
+  // (heap/src/zone_impl.h); bit 63 is never set.
+  const std::uint64_t first_chunk_plus_one = h.heap_id & 0xffffffffu;
+  if (first_chunk_plus_one == 0 || first_chunk_plus_one > zone_chunks || (h.heap_id >> 63) != 0) {
+    f.bad("heap id out of the zone");
+  }
 
   const auto& chunks = f.array(f.get("chunks"), "chunks");
   if (chunks.size == 0 || chunks.size > zone_chunks) f.bad("chunk count out of range");
@@ -233,7 +238,7 @@ SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::u
     c.fresh = f.boolean(entry.ptr[2], "chunks[].fresh");
     if (c.index >= zone_chunks) f.bad("chunk index out of the zone");
     if (!h.chunks.empty() && c.index <= h.chunks.back().index) f.bad("chunks not in ascending order");
-    if (c.index + 1 == h.heap_id) {
+    if (c.index + 1 == first_chunk_plus_one) {
       if (c.use != ChunkUse::kClass) f.bad("the heap's first chunk is not a class chunk");
       first_found = true;
     }

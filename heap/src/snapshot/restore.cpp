@@ -12,6 +12,7 @@
 #include "../os.h"
 #include "../zone_impl.h"
 #include "format.h"
+#include "state_check.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
@@ -25,32 +26,52 @@ using detail::kChunkSize;
 
 namespace {
 
-// Chunks taken from the zone for the heap being restored; given back unless released().
+// Chunks taken for the heap being restored; given back to the zone unless kept.
 class TakenChunks {
  public:
-  TakenChunks() = default;
+  explicit TakenChunks(detail::HeapId owner) : owner_(owner) {}
   TakenChunks(const TakenChunks&) = delete;
   TakenChunks& operator=(const TakenChunks&) = delete;
   ~TakenChunks() {
     for (std::uint32_t index : indexes_) {
       const std::uintptr_t chunk = detail::ZoneImpl::chunk_address(index);
       detail::os::discard(chunk, kChunkSize);
-      detail::zone().release(chunk, 1);
+      detail::zone().release(chunk, 1, owner_);
     }
   }
 
-  bool take(std::uint32_t index, std::uint32_t owner) {
+  bool take(std::uint32_t index) {
     std::uint64_t calls = 0;
-    if (!detail::zone().acquire_at(index, 1, owner, &calls)) return false;
+    if (!detail::zone().acquire_at(index, 1, owner_, &calls)) return false;
+    adopt(index);
+    return true;
+  }
+  // A chunk the heap owns already (the one restore replaces), its pages discarded.
+  void adopt(std::uint32_t index) {
     indexes_.push_back(index);
     REHEAP_UNPOISON(reinterpret_cast<void*>(detail::ZoneImpl::chunk_address(index)), kChunkSize);
-    return true;
   }
   void keep() noexcept { indexes_.clear(); }
 
  private:
+  detail::HeapId owner_;
   std::vector<std::uint32_t> indexes_;
 };
+
+// Ends the heap a restore replaces, keeping its chunks owned (not given back to the zone, where
+// another thread could take them): returns their indexes, sorted.
+std::vector<std::uint32_t> retire(Heap* heap) {
+  std::vector<std::uint32_t> chunks;
+  detail::discard_heap(detail::state(heap), &chunks,
+                       [](void* context, std::uintptr_t first, std::size_t count, detail::HeapId) {
+                         auto* out = static_cast<std::vector<std::uint32_t>*>(context);
+                         const auto index = static_cast<std::uint32_t>(
+                             (first - detail::g_zone.base.load(std::memory_order_relaxed)) >> detail::kChunkShift);
+                         for (std::size_t i = 0; i < count; ++i) out->push_back(index + static_cast<std::uint32_t>(i));
+                       });
+  std::sort(chunks.begin(), chunks.end());
+  return chunks;
+}
 
 void check_geometry(const SnapshotHeader& h, const std::string& name) {
   if (h.page_size != kPageSize || h.chunk_size != kChunkSize) {
@@ -120,48 +141,10 @@ void apply(SnapshotReader& reader, const SnapshotHeader& final) {
   }
 }
 
-// The restored allocator state agrees with the header: same heap id and root, and its chunk
-// lists name exactly the listed chunks.
-void check_state(const SnapshotHeader& h, const std::string& name) {
-  const std::uintptr_t first = detail::ZoneImpl::chunk_address(h.heap_id - 1);
-  const HeapState* state = detail::heap_at(first);
-  auto bad = [&](const char* what) {
-    fail(SnapshotErrc::kCorrupt, name, std::string("the restored allocator state is inconsistent: ") + what);
-  };
-  if (state->id != h.heap_id) bad("heap id");
-  if (reinterpret_cast<std::uintptr_t>(state->root) != h.root) bad("root");
-  std::size_t seen = 0;
-  const std::size_t limit = h.chunks.size();
-  auto index_of = [&](std::uintptr_t chunk) {
-    return static_cast<std::uint32_t>((chunk - h.zone_base) >> detail::kChunkShift);
-  };
-  auto in_zone = [&](const void* p) {
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    return a >= h.zone_base && a - h.zone_base < h.zone_size;
-  };
-  for (const detail::ChunkHeader* c = state->class_head; c != nullptr; c = c->next) {
-    if (!in_zone(c) || ++seen > limit) bad("class chunk list");
-    const std::uintptr_t chunk = detail::chunk_of(c, true);
-    if (!listed(h.chunks, index_of(chunk)) || c->kind != detail::ChunkKind::kClass || c->owner != h.heap_id) {
-      bad("class chunk list");
-    }
-  }
-  for (const detail::ChunkHeader* c = state->large_head; c != nullptr; c = c->next) {
-    if (!in_zone(c) || c->run_chunks == 0 || c->run_chunks > limit) bad("large chunk list");
-    seen += c->run_chunks;
-    if (seen > limit) bad("large chunk list");
-    for (std::uint32_t i = 0; i < c->run_chunks; ++i) {
-      if (!listed(h.chunks, index_of(reinterpret_cast<std::uintptr_t>(c)) + i)) bad("large chunk list");
-    }
-    if ((c->kind != detail::ChunkKind::kLarge && c->kind != detail::ChunkKind::kHuge) || c->owner != h.heap_id) {
-      bad("large chunk list");
-    }
-  }
-  if (seen != limit) bad("chunk count");
-}
-
+// `replaced`: a live heap with the snapshot's id, ended by the restore in every outcome; its
+// chunks pass to the restored heap without going back to the zone.
 HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSource* stream,
-                      const RestoreOptions& options) {
+                      const RestoreOptions& options, HeapPtr replaced) {
   // The last file decides what the heap is; check everything about it before touching the zone.
   std::unique_ptr<SnapshotReader> last_reader =
       stream != nullptr ? std::make_unique<SnapshotReader>(*stream, "<stream>")
@@ -188,9 +171,26 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
     }
   }
 
-  TakenChunks taken;
+  TakenChunks taken(final.heap_id);
+  std::vector<std::uint32_t> adopted;
+  if (replaced != nullptr) {
+    if (replaced->id() != final.heap_id) {
+      fail(SnapshotErrc::kMisuse, name,
+           "restore_replacing was given heap " + std::to_string(replaced->id()) +
+               ", but the snapshot holds heap " + std::to_string(final.heap_id));
+    }
+    for (std::uint32_t index : retire(replaced.release())) {
+      if (listed(final.chunks, index)) {
+        taken.adopt(index);
+        adopted.push_back(index);
+      } else {
+        detail::zone().release(detail::ZoneImpl::chunk_address(index), 1, final.heap_id);
+      }
+    }
+  }
   for (const SnapshotChunk& c : final.chunks) {
-    if (!taken.take(c.index, final.heap_id)) {
+    if (std::binary_search(adopted.begin(), adopted.end(), c.index)) continue;
+    if (!taken.take(c.index)) {
       char what[200];
       std::snprintf(what, sizeof what,
                     "the heap's chunk %u at %#llx is in use in this process (is the heap still alive? "
@@ -215,9 +215,14 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
     fail(SnapshotErrc::kBrokenChain, name, "its parent changed while the chain was being restored");
   }
   apply(*last_reader, final);
-  check_state(final, name);
+  const std::size_t committed = check_restored_state(final, name);
+  if (committed > options.limit_bytes) {
+    fail(SnapshotErrc::kOverLimit, name,
+         "the heap holds " + std::to_string(committed) + " bytes, more than the limit of " +
+             std::to_string(options.limit_bytes));
+  }
 
-  HeapState* h = detail::heap_at(detail::ZoneImpl::chunk_address(final.heap_id - 1));
+  HeapState* h = detail::heap_at(detail::ZoneImpl::chunk_address(detail::first_chunk_of(final.heap_id)));
   detail::poison_free_blocks(h);
   detail::zone().heap_created();
   taken.keep();
@@ -228,12 +233,29 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
 
 HeapPtr restore(const std::filesystem::path& file, const RestoreOptions& options) {
   HeapScope system(nullptr);
-  return restore_chain(snapshot_chain(file), nullptr, options);
+  return restore_chain(snapshot_chain(file), nullptr, options, nullptr);
 }
 
 HeapPtr restore(ByteSource& source, const RestoreOptions& options) {
   HeapScope system(nullptr);
-  return restore_chain({}, &source, options);
+  return restore_chain({}, &source, options, nullptr);
+}
+
+HeapPtr restore_replacing(HeapPtr heap, const std::filesystem::path& file, const RestoreOptions& options) {
+  HeapScope system(nullptr);
+  std::vector<std::filesystem::path> chain;
+  try {
+    chain = snapshot_chain(file);
+  } catch (...) {
+    heap.reset();  // ended in every outcome, as promised
+    throw;
+  }
+  return restore_chain(chain, nullptr, options, std::move(heap));
+}
+
+HeapPtr restore_replacing(HeapPtr heap, ByteSource& source, const RestoreOptions& options) {
+  HeapScope system(nullptr);
+  return restore_chain({}, &source, options, std::move(heap));
 }
 
 }  // namespace reheap
