@@ -189,11 +189,9 @@ bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
   if (!reserved() || count == 0 || first + count > chunks_ || first + count < first) return false;
   const int h = first < class_chunks_ ? 0 : 1;
   if (h == 0 && first + count > class_chunks_) return false;
-  auto* owners = g_zone.owners.load(std::memory_order_relaxed);
+  // A snapshot needs exactly its own chunks: one that waits in quarantine gives way to it.
   for (std::size_t k = first; k < first + count; ++k) {
-    const bool own_quarantine = test(quarantined_, k) &&
-                                owners[k].load(std::memory_order_relaxed) == (owner | kTombstone);
-    if (test(used_, k) && !own_quarantine) return false;
+    if (test(used_, k) && !test(quarantined_, k)) return false;
   }
   if (!make_accessible_locked(h, first + count, mprotect_calls)) return false;
   for (std::size_t k = first; k < first + count; ++k) {

@@ -16,8 +16,9 @@
 // that gave them back, so that a stale pointer into them is recognised for what it is (a free
 // through it is reported, or ignored and counted; in checked builds the chunks are also made
 // inaccessible, and an access is reported naming the destroyed heap). Only when the quarantine
-// is full, or a half has no other free chunk, do the oldest quarantined chunks become free again
-// (discarded once more, so that stale writes made meanwhile never reach their next owner).
+// is full, a half has no other free chunk, or a restore needs exactly that chunk, does a
+// quarantined chunk become usable again (discarded once more, so that stale writes made
+// meanwhile never reach its next owner).
 #pragma once
 
 #include <atomic>
@@ -85,9 +86,9 @@ class ZoneImpl {
                          std::uint64_t* mprotect_calls) noexcept;
 
   // Takes exactly the chunks [first, first + count) for heap `owner` (restoring a snapshot).
-  // A chunk is available if it is free, or in quarantine after `owner` itself gave it back (a
-  // restart restoring a heap in the chunks its failed incarnation left). Returns false if any
-  // of them is in use or the run leaves its half of the zone.
+  // A chunk is available if it is free or waits in quarantine (a snapshot needs exactly its own
+  // chunks, so the quarantine gives way). Returns false if any of them is owned by a heap or the
+  // run leaves its half of the zone.
   bool acquire_at(std::size_t first, std::size_t count, HeapId owner,
                   std::uint64_t* mprotect_calls) noexcept;
 

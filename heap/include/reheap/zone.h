@@ -19,7 +19,7 @@
 // builds) or reported naming the destroyed heap (checked builds, which also make the chunks
 // inaccessible, so that a read or write through the pointer is reported too). The guarantee
 // lasts while the chunks wait: until `quarantine_chunks` more chunks were given back after them,
-// or the zone has no other free chunk.
+// the zone has no other free chunk, or a snapshot restored in the process needs those chunks.
 //
 // Thread safety: every function here may be called from any thread.
 #pragma once
