@@ -289,6 +289,17 @@ void ZoneImpl::evict_locked(std::size_t keep, int half) noexcept {
   }
 }
 
+std::size_t ZoneImpl::set_quarantine(std::size_t chunks) noexcept {
+  std::lock_guard lock(mutex_);
+  const std::size_t before = reserved() ? quarantine_limit_ : config_.quarantine_chunks;
+  config_.quarantine_chunks = chunks;
+  if (reserved()) {
+    quarantine_limit_ = std::min(chunks, chunks_ / 8);
+    evict_locked(quarantine_limit_, -1);
+  }
+  return before;
+}
+
 std::size_t ZoneImpl::quarantined() const noexcept {
   std::lock_guard lock(mutex_);
   return quarantined_chunks_;
@@ -326,5 +337,7 @@ ZoneConfig Zone::default_config() noexcept {
 bool Zone::reserved() noexcept { return detail::zone().reserved(); }
 
 ZoneStats Zone::stats() noexcept { return detail::zone().stats(); }
+
+std::size_t Zone::set_quarantine(std::size_t chunks) noexcept { return detail::zone().set_quarantine(chunks); }
 
 }  // namespace reheap

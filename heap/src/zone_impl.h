@@ -128,6 +128,7 @@ class ZoneImpl {
 
   // Chunks waiting in quarantine (tests and statistics).
   std::size_t quarantined() const noexcept;
+  std::size_t set_quarantine(std::size_t chunks) noexcept;
 
   void count_ignored_free() noexcept { ignored_frees_.fetch_add(1, std::memory_order_relaxed); }
   void heap_created() noexcept { live_heaps_.fetch_add(1, std::memory_order_relaxed); }

@@ -82,19 +82,22 @@ void restore_in_place(Cell* c) {
   Worker& w = *c->worker.load(std::memory_order_relaxed);
   close_timers(w, c);
   close_sockets(w, c);
-  // The failed reactor's state is suspect: no destructor runs; its heap goes whole.
+  // The failed reactor's state is suspect: no destructor runs; its heap goes whole. Its chunks
+  // pass straight to the restored heap (restore_replacing), so that a spawn on another thread
+  // cannot take them in between.
   c->reactor = nullptr;
   c->snapshotter.reset();
-  c->heap.reset();
+  HeapPtr failed = std::move(c->heap);
   HeapPtr heap;
   std::filesystem::path from = c->last_snapshot;
   if (!from.empty()) {
-    heap = restore(from);
+    heap = restore_replacing(std::move(failed), from);
   } else if (!c->checkpoint.empty()) {
     MemorySource source(c->checkpoint.data(), c->checkpoint.size());
     from = "<checkpoint in memory>";
-    heap = restore(source);
+    heap = restore_replacing(std::move(failed), source);
   } else {
+    failed.reset();
     throw SnapshotError(SnapshotErrc::kMisuse,
                         "no snapshot to restart from (on_start failed before the checkpoint)");
   }

@@ -66,6 +66,10 @@ class Zone {
   static bool reserved() noexcept;
 
   static ZoneStats stats() noexcept;
+
+  // Changes the quarantine's length at any time (clamped to an eighth of the zone's chunks; 0
+  // ends it, freeing every waiting chunk). Returns the length it replaces.
+  static std::size_t set_quarantine(std::size_t chunks) noexcept;
 };
 
 }  // namespace reheap
