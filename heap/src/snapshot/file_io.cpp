@@ -39,8 +39,9 @@ const char* file_type_name(mode_t mode) {
 }
 
 [[noreturn]] void refuse_type(const std::string& name, mode_t mode) {
-  throw SnapshotError(SnapshotErrc::kIo, name + ": is a " + file_type_name(mode) +
-                                             ", not a regular file (snapshots are read from regular files only)");
+  throw SnapshotError(SnapshotErrc::kIo,
+                      name + ": is a " + file_type_name(mode) +
+                          ", not a regular file (snapshots are read from regular files only)");
 }
 
 }  // namespace
