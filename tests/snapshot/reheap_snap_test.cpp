@@ -2,10 +2,6 @@
 // Each test states one promise of the tool: info reports the header's counts, verify accepts a
 // good file and rejects (exit 1) a flipped bit or a truncation, diff finds exactly the pages that
 // were changed, compact of a chain restores to the latest state, and --json is valid JSON.
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -23,8 +19,7 @@
 #include "reheap/heap.h"
 #include "json_reader.h"  // the strict parser checking --json output
 #include "reheap/snapshot.h"
-
-extern char** environ;
+#include "tool_runner.h"
 
 namespace reheap {
 namespace {
@@ -34,69 +29,8 @@ namespace fs = std::filesystem;
 using snap::Json;
 using snap::JsonParser;
 
-struct ToolResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs reheap-snap with `args`, capturing stdout and stderr (read together with poll(), so that
-// neither pipe can fill up and stall the child).
-ToolResult run_tool(const std::vector<std::string>& args) {
-#ifdef REHEAP_SNAP_PATH
-  const std::string tool = REHEAP_SNAP_PATH;
-#else
-  const std::string tool = "reheap-snap";  // not reached: SetUp skips without the tool
-#endif
-  std::vector<std::string> storage = {tool};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-
-  int out_pipe[2];
-  int err_pipe[2];
-  EXPECT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
-  EXPECT_EQ(::pipe2(err_pipe, O_CLOEXEC), 0);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  ToolResult result;
-  if (spawned != 0) {
-    ADD_FAILURE() << "cannot run " << tool << ": " << std::strerror(spawned);
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    return result;
-  }
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_pipes = 2;
-  while (open_pipes > 0) {
-    if (::poll(fds, 2, -1) < 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buffer[4096];
-      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n > 0) {
-        sinks[i]->append(buffer, static_cast<std::size_t>(n));
-      } else {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_pipes;
-      }
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
+using snaptest::run_tool;
+using snaptest::ToolResult;
 
 Json parse_or_fail(const std::string& text) {
   std::optional<Json> json = JsonParser(text).document();

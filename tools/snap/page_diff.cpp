@@ -1,7 +1,6 @@
 // The page-by-page comparison of two full snapshots (see page_diff.h).
 #include "page_diff.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,9 +31,7 @@ struct IndexedRun {
 class PageFile {
  public:
   PageFile(const std::filesystem::path& file, std::uint32_t page_size)
-      : file_(file), page_size_(page_size), fd_(::open(file.c_str(), O_RDONLY | O_CLOEXEC)) {
-    if (fd_ < 0) fail("open");
-  }
+      : file_(file), page_size_(page_size), fd_(open_snapshot_file(file)) {}
   ~PageFile() { ::close(fd_); }
   PageFile(const PageFile&) = delete;
   PageFile& operator=(const PageFile&) = delete;

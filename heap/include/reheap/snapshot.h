@@ -64,12 +64,23 @@ class Snapshotter {
   // Writes a full snapshot to `file` crash-safely: a temporary file in the same directory,
   // fsync, rename over `file`, fsync of the directory. A crash at any moment leaves either the
   // old `file` or the new one, complete.
+  //
+  // Which files a save may replace. The Snapshotter builds one chain: the file of its last save
+  // or attach (the parent of the next increment) and that file's parents back to a full
+  // snapshot. An increment depends on every file of its chain, so save_increment() refuses
+  // (kMisuse, "is an ancestor of the chain being built") to write one over any of them, however
+  // `file` names it (compared after resolving ".", ".." and symlinks, and by device and inode),
+  // and changes nothing when it refuses: no file, no tracked write. A full snapshot depends on
+  // nothing, so save() - and a save_increment() that falls back to a full snapshot - may replace
+  // any file, the last one included: it starts a new chain. Increments of the old chain that
+  // hung on the replaced file are then refused by restore (kBrokenChain: their parent's id
+  // differs), never applied to the wrong parent.
   SnapshotInfo save(const std::filesystem::path& file);
 
   // Writes the pages changed since the last successful save, save_increment or attach; the file
   // records that snapshot as its parent (by id, and by file name relative to this file's
   // directory). Writes a full snapshot instead, saying why in fallback_reason, when there is no
-  // parent or no write tracking.
+  // parent or no write tracking. `file` must not be a file of the chain being built (see save()).
   SnapshotInfo save_increment(const std::filesystem::path& file);
 
   // The same to any sink (crash safety is then the sink's business). `parent_file` is the name an
@@ -78,7 +89,8 @@ class Snapshotter {
   SnapshotInfo write_increment(ByteSink& sink, const std::string& parent_file);
 
   // Declares that the heap's current state is the snapshot `file` (e.g. the heap was just
-  // restored from it), so that the next save_increment() builds on it.
+  // restored from it), so that the next save_increment() builds on it. Its chain (followed as
+  // snapshot_chain() does, if it can be) becomes the chain being built.
   void attach(const std::filesystem::path& file);
 
   // The mechanism ("userfaultfd-wp-async+PAGEMAP_SCAN") or "none: <why>".

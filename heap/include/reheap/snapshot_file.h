@@ -106,6 +106,14 @@ class SnapshotReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// Opens `file` for reading, as every reader here does (also for reading page data by
+// PageRun::offset): a close-on-exec descriptor the caller closes. Anything but a regular file is
+// refused by its type before a byte is read and without blocking: a FIFO would block open()
+// until a writer came and then deliver what that writer chose, a directory fails only at the
+// first read, and /dev/zero never ends. Throws SnapshotError (kIo) naming the file and what it
+// is, e.g. "x.snap: is a FIFO, not a regular file".
+int open_snapshot_file(const std::filesystem::path& file);
+
 // The header alone (the rest of the file is not read).
 SnapshotHeader read_snapshot_header(const std::filesystem::path& file);
 

@@ -5,7 +5,6 @@
 // only 16 bytes per page. Every file is verified on the way (checksums, trailer); the output's
 // data is then read back from the files with pread and checked for zero pages again, since a
 // page zeroed later in the chain is a hole in the result.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,8 +35,8 @@ class Descriptors {
     for (int fd : fds_) ::close(fd);
   }
   int open(const std::filesystem::path& file) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail_errno(errno, file.string(), "open");
+    fds_.reserve(fds_.size() + 1);  // so that push_back cannot throw with the descriptor open
+    const int fd = open_snapshot_file(file);
     fds_.push_back(fd);
     return fd;
   }

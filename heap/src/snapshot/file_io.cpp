@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "reheap/snapshot_error.h"
+#include "reheap/snapshot_file.h"
 
 namespace reheap::detail::snapshot {
 
@@ -25,6 +26,25 @@ void fail_errno(int err, const std::string& name, const char* call) {
                       name + ": " + call + ": " + std::strerror(err) +
                           (full ? " (the disk is full; the previous snapshot is untouched)" : ""));
 }
+
+namespace {
+
+const char* file_type_name(mode_t mode) {
+  if (S_ISFIFO(mode)) return "FIFO";
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  if (S_ISSOCK(mode)) return "socket";
+  return "special file";
+}
+
+[[noreturn]] void refuse_type(const std::string& name, mode_t mode) {
+  throw SnapshotError(SnapshotErrc::kIo,
+                      name + ": is a " + file_type_name(mode) +
+                          ", not a regular file (snapshots are read from regular files only)");
+}
+
+}  // namespace
 
 FdSink::FdSink(int fd, std::string name)
     : fd_(fd), name_(std::move(name)), buffer_(static_cast<unsigned char*>(std::malloc(kBufferSize))) {
@@ -72,11 +92,10 @@ void FdSink::flush() {
   write_all(buffer_, n);
 }
 
-FdSource::FdSource(const std::filesystem::path& file) : name_(file.string()) {
-  fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) fail_errno(errno, name_, "open");
+FdSource::FdSource(const std::filesystem::path& file)
+    : fd_(open_snapshot_file(file)), name_(file.string()) {
   struct stat st {};
-  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
+  if (::fstat(fd_, &st) == 0) {
     size_ = static_cast<std::uint64_t>(st.st_size);
     ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
   }
@@ -168,3 +187,37 @@ std::uint64_t AtomicFile::commit() {
 }
 
 }  // namespace reheap::detail::snapshot
+
+// Public (snapshot_file.h), and defined here with the other descriptor code.
+int reheap::open_snapshot_file(const std::filesystem::path& file) {
+  using namespace detail::snapshot;
+  const std::string name = file.string();
+  struct stat st {};
+  // The name's type first, so that a device is never opened at all: opening one can act by
+  // itself (a tape rewinds, a watchdog arms, a terminal becomes the controlling one). A name
+  // stat() cannot resolve is left to open(), whose error says why.
+  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuse_type(name, st.st_mode);
+  // The name may have been replaced since. O_NONBLOCK keeps open() from waiting for a writer if
+  // it is a FIFO now, and the type that counts is that of what was opened.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) fail_errno(errno, name, "open");
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail_errno(err, name, "fstat");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    refuse_type(name, st.st_mode);
+  }
+  // Linux ignores O_NONBLOCK for regular files; cleared anyway, so that no filesystem can make a
+  // read fail with EAGAIN, which the readers would take for an I/O error.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail_errno(err, name, "fcntl");
+  }
+  return fd;
+}
+

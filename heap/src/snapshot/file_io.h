@@ -1,5 +1,7 @@
 // Files for snapshots: a buffered sink over a descriptor, a source over a descriptor, and the
 // crash-safe replacement of a file (write a temporary, fsync, rename, fsync the directory).
+// Every snapshot file opened for reading is opened by open_snapshot_file (snapshot_file.h, defined
+// in file_io.cpp), which refuses FIFOs, directories, devices and sockets before reading a byte.
 //
 // Errors name the file and the system's reason; ENOSPC and EDQUOT become kNoSpace, so that a
 // full disk is told apart from other I/O failures.
@@ -40,7 +42,7 @@ class FdSink final : public ByteSink {
 // Reads from a descriptor it owns.
 class FdSource final : public ByteSource {
  public:
-  // Opens `file` read-only; throws kIo naming it on failure.
+  // Opens `file` with open_snapshot_file (a regular file only); throws kIo naming it on failure.
   explicit FdSource(const std::filesystem::path& file);
   ~FdSource() override;
   FdSource(const FdSource&) = delete;

@@ -70,6 +70,10 @@ struct Snapshotter::State final : detail::ChunkObserver {
   std::uint64_t parent_id = 0;
   std::uint64_t generation = 0;
   std::filesystem::path parent_path;  // absolute; empty when the parent went to a sink
+  // The files of the chain the next increment continues, oldest first, the parent last, each as
+  // weakly_canonical made it when it was recorded: an increment must replace none of them, since
+  // restoring it reads them all. Empty when the parent went to a sink.
+  std::vector<std::filesystem::path> ancestors;
 
   // What saves that then failed took from the tracker: still to be written by the next one.
   std::vector<Segment> pending;
@@ -110,7 +114,34 @@ struct Snapshotter::State final : detail::ChunkObserver {
     has_parent = true;
     parent_id = info.id;
     generation = info.generation;
+    // A full snapshot starts a new chain and an increment extends this one. A sink's chain is not
+    // followed: the next save_increment() after it writes a full snapshot.
+    if (path.empty() || info.kind == SnapshotKind::kFull) ancestors.clear();
+    if (!path.empty()) ancestors.push_back(canonical_or_normal(path));
     parent_path = std::move(path);
+  }
+
+  // The ancestor `target` names, or null. Spellings are compared once symlinks, "." and ".." are
+  // resolved; an existing target is also compared with each ancestor by identity (device and
+  // inode, std::filesystem::equivalent), which sees through a bind mount and a hard link. That
+  // errs on the side of refusing: rename() would replace a symlink or hard link named as target
+  // and leave the ancestor itself alone, but naming an ancestor that way is a mistake too.
+  const std::filesystem::path* ancestor_at(const std::filesystem::path& target) const {
+    const std::filesystem::path canonical = canonical_or_normal(target);
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(target, ec);
+    for (const std::filesystem::path& ancestor : ancestors) {
+      if (ancestor == canonical || (exists && std::filesystem::equivalent(target, ancestor, ec))) {
+        return &ancestor;
+      }
+    }
+    return nullptr;
+  }
+
+  static std::filesystem::path canonical_or_normal(const std::filesystem::path& file) {
+    std::error_code ec;
+    std::filesystem::path canonical = std::filesystem::weakly_canonical(file, ec);
+    return ec ? std::filesystem::absolute(file, ec).lexically_normal() : canonical;
   }
 
   std::string mechanism() const {
@@ -341,9 +372,15 @@ SnapshotInfo Snapshotter::save_increment(const std::filesystem::path& file) {
   if (obstacle.empty() && state_->parent_path.empty()) {
     obstacle = "the parent snapshot was written to a sink, not a file";
   }
-  if (obstacle.empty() && state_->parent_path.lexically_normal() == target.lexically_normal()) {
-    throw SnapshotError(SnapshotErrc::kMisuse,
-                        file.string() + ": an increment cannot replace its own parent snapshot");
+  if (obstacle.empty()) {
+    if (const std::filesystem::path* ancestor = state_->ancestor_at(target)) {
+      const bool parent = ancestor == &state_->ancestors.back();
+      throw SnapshotError(SnapshotErrc::kMisuse,
+                          file.string() + ": is an ancestor of the chain being built (" + ancestor->string() +
+                              (parent ? ", the new increment's parent" : ", an earlier file of its chain") +
+                              "): the increment would replace a snapshot it depends on; save it under "
+                              "another name, or start a new chain with save()");
+    }
   }
   const std::string parent_name =
       obstacle.empty() ? state_->parent_path.lexically_relative(target.parent_path()).string() : std::string();
@@ -381,7 +418,21 @@ void Snapshotter::attach(const std::filesystem::path& file) {
   SnapshotInfo info;
   info.id = header.id;
   info.generation = header.generation;
-  s.saved(info, std::filesystem::absolute(file));
+  const std::filesystem::path absolute = std::filesystem::absolute(file);
+  s.saved(info, absolute);
+  // The next increment continues the chain `file` closes, so it must replace none of its files.
+  // A chain that cannot be followed (a parent missing or replaced) cannot be restored whatever is
+  // written next; then only `file` itself is known.
+  std::vector<std::filesystem::path> chain{absolute};
+  try {
+    chain = snapshot_chain(absolute);
+  } catch (const SnapshotError&) {
+    // `chain` still holds `file` alone.
+  }
+  s.ancestors.clear();
+  for (const std::filesystem::path& ancestor : chain) {
+    s.ancestors.push_back(State::canonical_or_normal(ancestor));
+  }
 }
 
 }  // namespace reheap
