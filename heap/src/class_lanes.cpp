@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "heap_fast.h"
+#include "os.h"
 #include "report.h"
 
 namespace reheap::detail {
@@ -20,8 +21,8 @@ char* lane_start(const ClassCursor& k, unsigned cls) noexcept {
 }  // namespace
 
 // Takes a new class chunk from the zone and appends it to the heap's class list.
-ChunkHeader* add_class_chunk(HeapState* h) noexcept {
-  if (!charge(h, kPageSize)) return nullptr;
+ChunkHeader* add_class_chunk(HeapState* h, unsigned carving) noexcept {
+  if (!charge(h, kPageSize, Charge::kAllocation, carving)) return nullptr;
   const std::uintptr_t chunk = zone().acquire(Half::kClass, 1, h->id, &h->os.mprotect);
   if (chunk == 0) {
     h->committed -= kPageSize;
@@ -50,7 +51,7 @@ REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
     } else if (k.group + 1 < kGroupsPerChunk) {
       ++k.group;
     } else {
-      ChunkHeader* next = k.chunk->next != nullptr ? k.chunk->next : add_class_chunk(h);
+      ChunkHeader* next = k.chunk->next != nullptr ? k.chunk->next : add_class_chunk(h, cls);
       if (next == nullptr) return nullptr;
       k.chunk = next;
       k.group = 0;
@@ -62,7 +63,7 @@ REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
     char* new_limit = reinterpret_cast<char*>(
         align_up(reinterpret_cast<std::uintptr_t>(k.cur + size), kPageSize));
     if (new_limit > lane_end) new_limit = lane_end;
-    if (!charge(h, static_cast<std::size_t>(new_limit - k.limit))) return nullptr;
+    if (!charge(h, static_cast<std::size_t>(new_limit - k.limit), Charge::kAllocation, cls)) return nullptr;
     k.limit = new_limit;
   }
   void* p = k.cur;
@@ -74,6 +75,11 @@ REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
 // The checked build's record of which blocks are free: one bit per 8 bytes of each class lane,
 // in the group's shadow lane (which no block ever occupies).
 namespace {
+
+// The bytes of class `cls`'s bits in the shadow lane of the group at `group`.
+unsigned char* shadow_of_lane(std::uintptr_t group, unsigned cls) noexcept {
+  return reinterpret_cast<unsigned char*>(group + kShadowLane * kLaneSize) + cls * (kLaneSize / 64);
+}
 
 struct ShadowBit {
   std::uint64_t* word;
@@ -89,6 +95,39 @@ ShadowBit shadow_bit(const void* p) noexcept {
 }
 
 }  // namespace
+
+void reset_idle_class(HeapState* h, unsigned cls) noexcept {
+  ClassCursor& k = h->cursor[cls];
+  if (k.chunk == nullptr) return;
+  std::uint64_t free_blocks = 0;
+  for (void* p = h->free[cls]; p != nullptr; p = *static_cast<void**>(p)) ++free_blocks;
+  if (free_blocks != k.carved) return;  // some block is live
+  const std::size_t size = kClassSize[cls];
+  const std::size_t whole_lane = align_up(kLaneSize / size * size, kPageSize);
+  std::size_t released = 0;
+  for (ChunkHeader* c = h->class_head; c != nullptr && c->ordinal <= k.chunk->ordinal; c = c->next) {
+    const std::uint32_t groups = c == k.chunk ? k.group + 1 : kGroupsPerChunk;
+    for (std::uint32_t g = 0; g < groups; ++g) {
+      const std::uintptr_t group = chunk_of(c, true) + g * kGroupSize;
+      const std::uintptr_t lane = group + cls * kLaneSize;
+      const std::size_t bytes =
+          c == k.chunk && g == k.group ? static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.limit) - lane)
+                                       : whole_lane;
+      if (bytes == 0) continue;
+      if (os::discard(lane, bytes) == 0) ++h->os.madvise;
+      REHEAP_UNPOISON(reinterpret_cast<void*>(lane), bytes);
+      if constexpr (kChecks) std::memset(shadow_of_lane(group, cls), 0, kLaneSize / 64);
+      released += bytes;
+    }
+  }
+  h->committed -= released;
+  k = ClassCursor{};
+  h->free[cls] = nullptr;
+}
+
+REHEAP_SLOW_PATH void double_free_at_head(HeapState* h, void* p) noexcept {
+  report_misuse(Misuse::kDoubleFree, p, h->id, h->id);
+}
 
 void mark_class_allocated(void* p) noexcept {
   ShadowBit s = shadow_bit(p);

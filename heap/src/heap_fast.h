@@ -4,7 +4,8 @@
 //   allocate: size -> class (bit arithmetic) -> pop the class free list
 //             else carve_block (class_lanes.cpp) or alloc_pages (page_runs.cpp)
 //   free:     address -> in the class half and a class lane of a chunk this heap owns
-//             -> push on the class free list, else free_slow (heap.cpp)
+//             -> not the list's head (a double free) -> push on the class free list,
+//             else free_slow (heap.cpp)
 #pragma once
 
 #include <cstddef>
@@ -68,7 +69,11 @@ REHEAP_FAST_PATH void heap_free(HeapState* h, void* p) noexcept {
   if (is_own_class_block(h, a)) [[likely]] {
     const auto cls = static_cast<unsigned>(lane_index(a));
     if constexpr (kChecks) check_class_free(h, p, cls);
-    *static_cast<void**>(p) = h->free[cls];
+    void* const head = h->free[cls];
+    // The one check release builds afford: freeing the block freed last of its class again (the
+    // usual double free) would make the list hand it out twice.
+    if (p == head) [[unlikely]] return double_free_at_head(h, p);
+    *static_cast<void**>(p) = head;
     h->free[cls] = p;
     REHEAP_POISON(static_cast<char*>(p) + sizeof(void*), kClassSize[cls] - sizeof(void*));
     return;

@@ -115,20 +115,32 @@ inline std::uintptr_t chunk_of(const ChunkHeader* h, bool is_class) noexcept {
 // no chunk, so the fast paths fall through to the system allocator without a null test.
 extern constinit HeapState g_no_heap;
 
-// Charges `bytes` against the heap's limit. False if the limit would be passed; that counts as a
-// failed allocation unless the caller has a fallback (`attempt`: an in-place reallocation).
+// Charges `bytes` against the heap's limit. Past the limit, an allocation first has the heap give
+// back what it holds but does not use (reclaim.cpp), never touching `carving` (the class being
+// carved, whose cursor the caller holds); false if that is not enough, which counts as a failed
+// allocation unless the caller has a fallback (`attempt`: an in-place reallocation).
 enum class Charge { kAllocation, kAttempt };
-inline bool charge(HeapState* h, std::size_t bytes, Charge kind = Charge::kAllocation) noexcept {
-  if (bytes > h->limit || h->committed > h->limit - bytes) {
-    if (kind == Charge::kAllocation) ++h->failed;
-    return false;
+inline constexpr unsigned kNoClass = kNumClasses;
+bool charge_slow(HeapState* h, std::size_t bytes, Charge kind, unsigned carving) noexcept;
+inline bool charge(HeapState* h, std::size_t bytes, Charge kind = Charge::kAllocation,
+                   unsigned carving = kNoClass) noexcept {
+  if (bytes > h->limit || h->committed > h->limit - bytes) [[unlikely]] {
+    return charge_slow(h, bytes, kind, carving);
   }
   h->committed += bytes;
   return true;
 }
 
+// Memory a heap holds but does not use, given back to the OS and uncharged: a size class none of
+// whose blocks is live (its lanes' pages; it carves from the start again), and the large chunk
+// new runs are carved from when all its runs are free. Both leave every invariant of the state
+// intact (restore's state check holds before and after).
+void reset_idle_class(HeapState* h, unsigned cls) noexcept;
+void reset_empty_carve_chunk(HeapState* h) noexcept;
+
 // Slow paths, one concept per file: class_lanes.cpp, page_runs.cpp.
 void* carve_block(HeapState* h, unsigned cls) noexcept;
+void double_free_at_head(HeapState* h, void* p) noexcept;
 void check_class_free(HeapState* h, void* p, unsigned cls) noexcept;
 void mark_class_allocated(void* p) noexcept;
 void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept;

@@ -255,6 +255,25 @@ ChunkHeader* live_large(HeapState* h, const void* p, std::size_t* first) noexcep
   return c;
 }
 
+// True if all of the large chunk's carved pages are one free run.
+bool is_empty(ChunkHeader* c) noexcept {
+  const std::uint16_t head = page_table(c)[kFirstRunPage];
+  return c->frontier > kFirstRunPage && (head & kRunFree) &&
+         (head & kRunLength) == c->frontier - kFirstRunPage;
+}
+
+// Gives a large chunk none of whose runs is live back to the zone, so that its memory serves
+// other heaps (the chunk runs are carved from stays: keeping one spares an madvise and a fault
+// per page for a heap that frees and allocates around an empty chunk).
+void give_back_large_chunk(HeapState* h, ChunkHeader* c) noexcept {
+  bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, kFirstRunPage)), c->frontier - kFirstRunPage);
+  unlink_large(h, c);
+  h->committed -= std::size_t{c->frontier} * kPageSize;
+  if (ChunkObserver* o = zone().observer(h->id)) o->chunks_released(reinterpret_cast<std::uintptr_t>(c), 1);
+  release_chunk_pages(h, c, false);  // c is zero from here on
+  zone().release(reinterpret_cast<std::uintptr_t>(c), 1, h->id);
+}
+
 }  // namespace
 
 void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
@@ -299,6 +318,19 @@ void free_pages(HeapState* h, void* p) noexcept {
   --h->large_live_blocks;
   h->large_live_pages -= pages;
   release_run(h, c, first, pages);
+  if (c != h->large_carve && is_empty(c)) give_back_large_chunk(h, c);
+}
+
+void reset_empty_carve_chunk(HeapState* h) noexcept {
+  ChunkHeader* c = h->large_carve;
+  if (c == nullptr || c->frontier == kFirstRunPage || !is_empty(c)) return;
+  const std::size_t pages = c->frontier - kFirstRunPage;
+  bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, kFirstRunPage)), pages);
+  if (os::discard(reinterpret_cast<std::uintptr_t>(page_address(c, kFirstRunPage)), pages * kPageSize) == 0) {
+    ++h->os.madvise;
+  }
+  c->frontier = kFirstRunPage;  // page-table entries past the frontier are never read
+  h->committed -= pages * kPageSize;
 }
 
 std::size_t free_run_pages(const HeapState* h) noexcept {

@@ -1,0 +1,28 @@
+// Reclaim: a heap at its limit gives back what it holds but does not use before it refuses an
+// allocation, so that memory freed in one size class (or one kind of block) serves another.
+//
+// Without it, a heap filled to its limit with one class and then emptied kept every page
+// committed, and every other class failed for good. Reclaiming costs a walk of the free lists
+// and one madvise per lane given back, so it runs only when a charge would pass the limit, never
+// on an unlimited heap.
+#include "heap_fast.h"
+
+namespace reheap::detail {
+
+REHEAP_SLOW_PATH bool charge_slow(HeapState* h, std::size_t bytes, Charge kind, unsigned carving) noexcept {
+  if (kind == Charge::kAllocation && h->limit != kUnlimited) {
+    const std::size_t before = h->committed;
+    for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+      if (cls != carving) reset_idle_class(h, cls);
+    }
+    reset_empty_carve_chunk(h);
+    if (h->committed < before && bytes <= h->limit && h->committed <= h->limit - bytes) {
+      h->committed += bytes;
+      return true;
+    }
+  }
+  if (kind == Charge::kAllocation) ++h->failed;
+  return false;
+}
+
+}  // namespace reheap::detail
