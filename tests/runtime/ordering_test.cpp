@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <thread>
@@ -104,8 +105,12 @@ TEST(Ordering, PerSenderFifoHoldsWhileTheReceiverMovesBetweenWorkersMidStream) {
       ASSERT_EQ(rt.send(receiver, Tagged{kReactorSenders, i}), SendResult::kOk);
     }
   });
+  // Moves until the receiver is done, bounded by time rather than by a count: on a loaded machine
+  // 2000 quick moves could all pass before the second half of the stream arrived, leaving every
+  // message to worker 0 (a flaky failure of the "both workers" check).
   int moves = 0;
-  while (probe.calls() == 0 && moves < 2000) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (probe.calls() == 0 && std::chrono::steady_clock::now() < give_up) {
     rt.move(receiver, ++moves % 2);
     if (moves == 3) half_gate = true;  // the receiver has been on worker 1 at least once
   }
