@@ -219,16 +219,21 @@ std::vector<Forgery> forgeries() {
 
 class ForgedSnapshot : public ::testing::TestWithParam<std::size_t> {};
 
-TEST(ForgedSnapshot, TheUnforgedSubjectRestoresAndIsUsable) {
+TEST(ForgedSnapshot, TheUnforgedSubjectRestoresIsUsableAndItsDestructionTouchesNoOtherHeap) {
   HeapScope system(nullptr);
   const Subject& s = subject();
-  MemorySource source(s.file.data(), s.file.size());
-  HeapPtr heap = restore(source, RestoreOptions{LayoutCheck::kNone});
-  EXPECT_EQ(heap->id(), s.id);
-  EXPECT_EQ(heap->root(), s.root);
-  void* p = heap->allocate(64);
-  EXPECT_EQ(p, s.free_small) << "the free list comes back as it was";
-  heap->deallocate(p);
+  Bystanders bystanders;
+  {
+    MemorySource source(s.file.data(), s.file.size());
+    HeapPtr heap = restore(source, RestoreOptions{LayoutCheck::kNone});
+    EXPECT_EQ(heap->id(), s.id);
+    EXPECT_EQ(heap->root(), s.root);
+    void* p = heap->allocate(64);
+    EXPECT_EQ(p, s.free_small) << "the free list comes back as it was";
+    heap->deallocate(p);
+    for (int i = 0; i < 70; ++i) heap->allocate(1 << 20);  // and grows
+  }
+  bystanders.expect_intact("after the restored heap was destroyed");
 }
 
 TEST_P(ForgedSnapshot, PassesVerifyButRestoreRefusesItAndTouchesNoOtherHeap) {

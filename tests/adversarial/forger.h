@@ -68,8 +68,9 @@ class Forger {
     if (!found) throw std::runtime_error("forger: no header field " + key);
     msgpack::sbuffer packed;
     msgpack::pack(packed, root);
-    Bytes head(file_.head.begin(), file_.head.begin() + 16);
-    head.insert(head.end(), packed.data(), packed.data() + packed.size());
+    Bytes head(16 + packed.size());
+    std::memcpy(head.data(), file_.head.data(), 16);
+    std::memcpy(head.data() + 16, packed.data(), packed.size());
     snaptest::store_le(head, 12, 4, packed.size());
     snaptest::append_le(head, 8, snaptest::xxh3(head.data(), head.size()));
     file_.head = std::move(head);
