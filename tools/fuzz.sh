@@ -130,7 +130,7 @@ signature() {  # log
   kind=$(grep -m1 -oE 'AddressSanitizer: [A-Za-z-]+|runtime error: .*|libFuzzer: (timeout|out-of-memory)|^(snapshot_fuzz|reheap): .*' "$1" |
          sed -E 's/0x[0-9a-f]+/ADDR/g; s/[0-9]+/N/g' | cut -c1-90)
   frame=$(grep -m1 -E '#[0-9]+ .* in .* [^ ]*/heap/src/[^ ]+' "$1" |
-          sed -E 's/.* in (reheap::)?(\(anonymous namespace\)::)?(detail::)?([A-Za-z_:~]+).* [^ ]*\/heap\/src\/([^ :]+(:[0-9]+)?).*/\4 \5/')
+          sed -E 's/\(anonymous namespace\):://g; s/.* in (reheap::)?(detail::)?([A-Za-z_:~]+).* [^ ]*\/heap\/src\/([^ :]+(:[0-9]+)?).*/\3 \4/')
   echo "${kind:-no report}${frame:+ in $frame}"
 }
 
@@ -264,5 +264,5 @@ for entry in "${found[@]}"; do
   IFS=$'\t' read -r input stage made_by <<<"$entry"
   crash_block "$input" "$made_by" "$stage" "$status" "$log" yes
 done
-echo "fuzz: FAILED: $crashes crashing input(s) after $stats (seed $seed); $replayed"
+echo "fuzz: FAILED: $((crashes - replay_failed)) crash(es) while fuzzing, after $stats (seed $seed); $replayed"
 exit 1

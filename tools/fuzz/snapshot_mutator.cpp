@@ -96,7 +96,7 @@ std::size_t mutate_snapshot(std::uint8_t* data, std::size_t size, std::size_t ma
     // keep coming.
     const std::size_t which = rng.below(restart_points().size());
     file = restart_points()[which];
-    description = "restarted from seed " + std::to_string(which) + "; ";
+    description = "restarted from seed " + std::to_string(which);
     mix = 30 + rng.below(70);
   }
   if (mix >= 30) {
