@@ -6,7 +6,8 @@
 #   2. Seeds and hostile inputs, written by the fuzzer binary itself: their zone and chunk
 #      placement must match the process that restores them, and a rebuilt binary may differ.
 #   3. Replay, each input in its own process: every file of ../shared/regressions (inputs that
-#      crashed before, kept by reviewers; skipped if the directory is absent) and every generated
+#      crashed before, kept by reviewers; skipped if the directory is absent), of
+#      tools/fuzz/regressions (inputs the fuzzer found, kept by us) and every generated
 #      hostile input (tools/fuzz/hostile_inputs.h). A crash fails the run before any fuzzing.
 #   4. Fuzz in one process, each input recorded in a black box (tools/fuzz/black_box.h) first, so
 #      that even a crash that kills the process outright, with no handler left to write libFuzzer's
@@ -163,6 +164,10 @@ if [ -d "$shared_regressions" ]; then
     [ -f "$f" ] && inputs+=("$f")
   done
 fi
+for f in tools/fuzz/regressions/*; do
+  case $f in *.md) continue ;; esac
+  [ -f "$f" ] && inputs+=("$f")
+done
 inputs+=("$generated"/*.snap)
 echo "-- replaying ${#inputs[@]} regression inputs ($(ls "$seeds" | wc -l) seeds written)"
 replay_failed=0

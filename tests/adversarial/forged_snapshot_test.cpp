@@ -172,6 +172,7 @@ std::vector<Forgery> forgeries() {
   f.push_back({"free list misaligned", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], address(s.free_small) + 8); }, SnapshotErrc::kCorrupt, "free block"});
   f.push_back({"free list beyond the cursor", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], g.peek(&s.st->cursor[s.small_class].cur)); }, SnapshotErrc::kCorrupt, "carved"});
   f.push_back({"free list cycle", [](Forger& g, S s) { g.poke(address(s.free_small_next), address(s.free_small)); }, SnapshotErrc::kCorrupt, "cycle"});
+  f.push_back({"free list head a small integer (fuzz regression)", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], 2); }, SnapshotErrc::kCorrupt, "outside the zone"});
   f.push_back({"free list into an unlisted chunk", [](Forger& g, S s) { g.poke(address(s.free_small), unlisted_chunk()); }, SnapshotErrc::kCorrupt, "free block"});
   f.push_back({"cursor past its lane", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].cur, g.peek(&s.st->cursor[s.small_class].cur) + (1 << 20)); }, SnapshotErrc::kCorrupt, "cursor"});
   f.push_back({"cursor limit past its lane", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].limit, g.peek(&s.st->cursor[s.small_class].limit) + (1 << 16)); }, SnapshotErrc::kCorrupt, "cursor"});

@@ -38,7 +38,8 @@ std::string edit_integer(const std::string& name, msgpack::object& value, const 
   } else if (name == "heap_id" && !g.chunks.empty() && rng.chance(60)) {
     // Another chunk's index + 1: the heap's state is then looked for in the wrong chunk.
     const ChunkEntry& e = g.chunks[rng.below(g.chunks.size())];
-    c = {e.index + 1 + (rng.chance(25) ? 1 : 0), "another chunk's id"};
+    // Keeps the generation (the id's high bits), so that only the chunk part lies.
+    c = {(old & ~std::uint64_t{0xffffffffu}) | (e.index + 1 + (rng.chance(25) ? 1 : 0)), "another chunk's id"};
   } else if ((name == "zone_base" || name == "zone_size") && rng.chance(60)) {
     const std::uint64_t steps[] = {g.chunk_size, g.chunk_size * 64, g.zone_size / 2};
     const std::uint64_t step = steps[rng.below(std::size(steps))];

@@ -37,7 +37,8 @@ struct Geometry {
   std::uint64_t chunk_size = std::uint64_t{64} << 20;
   std::uint64_t zone_base = 0;
   std::uint64_t zone_size = 0;
-  std::uint64_t heap_id = 0;
+  std::uint64_t heap_id = 0;  // first chunk index + 1 in the low 32 bits, a generation above
+  std::uint64_t first_chunk() const noexcept { return (heap_id & 0xffffffffu) - 1; }
   std::uint64_t root = 0;
   std::uint64_t limit = 0;
   std::uint64_t committed = 0;
@@ -58,9 +59,9 @@ struct Geometry {
   std::uint64_t header_page(const ChunkEntry& c) const noexcept {
     return chunk_address(c.index) + (c.use == kUseClass ? kHeaderLane * kLaneSize : 0);
   }
-  // The heap's state: 64 bytes into the header page of its first chunk (index heap_id - 1).
+  // The heap's state: 64 bytes into the header page of its first chunk.
   std::uint64_t state_address() const noexcept {
-    return chunk_address(heap_id - 1) + kHeaderLane * kLaneSize + kStateOffset;
+    return chunk_address(first_chunk()) + kHeaderLane * kLaneSize + kStateOffset;
   }
   // Pages of a large chunk that hold metadata: its header, then one 16-bit entry per page.
   std::uint64_t large_metadata_pages() const noexcept {

@@ -100,7 +100,7 @@ std::vector<HostileInput> build_hostile_inputs(const std::vector<Seed>& seeds) {
     const std::uint64_t base = f.g().chunk_address(f.first_chunk_of(kUseLarge).index);
     const std::uint64_t pages = f.g().chunk_size / f.g().page_size;
     const std::vector<std::uint64_t> links =
-        find_words(f.bytes(), f.g(), base, base + 64, 8, [&](std::uint64_t v) { return f.g().in_zone(v); });
+        find_words(f.bytes(), f.g(), base, base + 64, 8, [&](std::uint64_t v) { return f.g().chunk_holding(v) != nullptr; });
     auto in_link = [&](std::uint64_t a) {
       for (std::uint64_t l : links) {
         if (a - l < 8) return true;
@@ -152,7 +152,7 @@ std::vector<HostileInput> build_hostile_inputs(const std::vector<Seed>& seeds) {
     Forgery f(rich, "e-free-list-into-header-page");
     std::uint64_t target = 0;
     for (const ChunkEntry& c : f.g().chunks) {
-      if (c.index + 1 != f.g().heap_id && c.use == kUseClass) target = f.g().header_page(c);
+      if (c.index != f.g().first_chunk() && c.use == kUseClass) target = f.g().header_page(c);
     }
     if (target == 0) target = f.g().chunk_address(f.first_chunk_of(kUseLarge).index);
     for (std::uint64_t w : f.words(f.state_begin(), f.state_end(), 8, [&](std::uint64_t v) { return v == rich.free_head; },

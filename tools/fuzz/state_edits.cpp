@@ -144,7 +144,7 @@ const char* region_of(const Geometry& g, std::uint64_t address) {
     case kUseClass: {
       const std::uint64_t header = Geometry::kHeaderLane * Geometry::kLaneSize;
       if (off >= header && off < header + g.page_size) {
-        return c->index + 1 == g.heap_id && off >= header + Geometry::kStateOffset ? "heap state" : "class chunk header";
+        return c->index == g.first_chunk() && off >= header + Geometry::kStateOffset ? "heap state" : "class chunk header";
       }
       return (off / Geometry::kLaneSize) % 32 < Geometry::kHeaderLane ? "class block" : "class chunk side lane";
     }

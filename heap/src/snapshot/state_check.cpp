@@ -264,14 +264,21 @@ class StateCheck {
     return lanes_behind * align_up(per_lane * size, kPageSize) + (limit - lane);
   }
 
-  void check_free_block(const void* p, unsigned cls, const ClassCursor& k, const std::string& what) const {
+  void check_free_block(const void* p, unsigned cls, const ClassCursor& k, const std::string& what) {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
     const std::size_t size = kClassSize[cls];
-    if (!listed_as(a, ChunkUse::kClass) || lane_index(a) != cls) {
-      bad(what + ": free block " + hex(a) + " is not in one of the class's lanes");
+    // Free lists mostly stay in one chunk for long stretches: the last chunk found is remembered,
+    // which keeps the check near one cache line per block (a 1 GiB heap of free 64-byte blocks
+    // has 16 million of them).
+    if (a - h_.zone_base >= h_.zone_size) bad(what + ": free block " + hex(a) + " lies outside the zone");
+    const std::uintptr_t base = align_down(a - h_.zone_base, kChunkSize) + h_.zone_base;
+    if (base != last_class_chunk_) {
+      if (!listed_as(a, ChunkUse::kClass)) bad(what + ": free block " + hex(a) + " is not in one of the class's lanes");
+      last_class_chunk_ = base;
     }
+    if (lane_index(a) != cls) bad(what + ": free block " + hex(a) + " is not in one of the class's lanes");
     const std::size_t offset = a & (kLaneSize - 1);
-    const ChunkHeader* chunk = class_header(align_down(a - h_.zone_base, kChunkSize) + h_.zone_base);
+    const ChunkHeader* chunk = class_header(base);
     const auto group = static_cast<std::uint32_t>((a >> kGroupShift) & (kGroupsPerChunk - 1));
     const bool carved = chunk->ordinal < k.chunk->ordinal ||
                         (chunk->ordinal == k.chunk->ordinal &&
@@ -301,6 +308,7 @@ class StateCheck {
   std::vector<const ChunkHeader*> class_chunks_;  // by ordinal
   std::vector<std::uintptr_t> free_runs_;         // first pages of free large runs
   std::size_t large_committed_ = 0;
+  std::uintptr_t last_class_chunk_ = 0;  // a listed class chunk a free block was found in (0: none yet)
 };
 
 }  // namespace
