@@ -17,8 +17,7 @@
 // through it is reported, or ignored and counted; in checked builds the chunks are also made
 // inaccessible, and an access is reported naming the destroyed heap). Only when the quarantine
 // is full, a half has no other free chunk, or a restore needs exactly that chunk, does a
-// quarantined chunk become usable again (discarded once more, so that stale writes made
-// meanwhile never reach its next owner).
+// quarantined chunk become usable again.
 #pragma once
 
 #include <atomic>
@@ -153,8 +152,8 @@ class ZoneImpl {
     return (bits[i / 64] >> (i % 64)) & 1;
   }
   static void set_bits(std::uint64_t* bits, std::size_t first, std::size_t count, bool value) noexcept;
-  // Ends the quarantine of chunk `i` (it must be in quarantine): makes it accessible again and
-  // discards whatever stale writes reached it. The chunk stays marked used.
+  // Ends the quarantine of chunk `i` (it must be in quarantine): makes it accessible again. The
+  // chunk stays marked used.
   void unquarantine_locked(std::size_t i) noexcept;
   // Frees the oldest quarantined runs while more than `keep` chunks wait, or of `half` only
   // (-1: both) until none of it waits.

@@ -17,7 +17,8 @@
 // quarantine before another heap may take them, so that a pointer kept past its heap's life
 // lands in a chunk no live heap owns: a delete through it is ignored and counted (release
 // builds) or reported naming the destroyed heap (checked builds, which also make the chunks
-// inaccessible, so that a read or write through the pointer is reported too). The guarantee
+// inaccessible, so that a read or write through the pointer is reported too; release builds do
+// not detect reads and writes, which are undefined behaviour as with any allocator). The guarantee
 // lasts while the chunks wait: until `quarantine_chunks` more chunks were given back after them,
 // the zone has no other free chunk, or a snapshot restored in the process needs those chunks.
 //
