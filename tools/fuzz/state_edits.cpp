@@ -174,7 +174,9 @@ std::string edit_state(std::vector<std::uint8_t>& file, const Geometry& g, FuzzR
   if (kind < 75) return rewrite(file, image, g, rng, link, 8, "link");
   // Follow the link and edit what it points at: a free block's next pointer, a free run's
   // links, a chunk header reached from the state. These words are often in no metadata page.
-  const std::uint64_t target = load_le(file.data() + image.offset_of(link, 8), 8) & ~std::uint64_t{7};
+  const std::size_t link_at = image.offset_of(link, 8);
+  if (link_at == kNowhere) return rewrite(file, image, g, rng, link, 8, "link");
+  const std::uint64_t target = load_le(file.data() + link_at, 8) & ~std::uint64_t{7};
   std::string done = rewrite(file, image, g, rng, target + (rng.chance(70) ? 0 : 8), 8, "word a link points at:");
   return done.empty() ? rewrite(file, image, g, rng, link, 8, "link") : done;
 }
