@@ -73,9 +73,11 @@ std::string rewrite(std::vector<std::uint8_t>& file, const SnapshotImage& image,
   Choice c;
   if (width == 2 && is_page_table(g, page_of(g, address))) {
     c = pick_page_entry(rng, static_cast<std::uint16_t>(old));
-  } else if (width == 8 && rng.chance(12)) {
-    // Another word of the same page: two lists sharing a node, a count copied into a link.
-    const std::size_t page_at = at - static_cast<std::size_t>(address % g.page_size);
+  } else if (width == 8 && rng.chance(12) &&
+             image.offset_of(address - address % g.page_size, g.page_size) != kNowhere) {
+    // Another word of the same page: two lists sharing a node, a count copied into a link. (A
+    // mutated file's run may not hold the whole page: then this edit is not made.)
+    const std::size_t page_at = image.offset_of(address - address % g.page_size, g.page_size);
     const std::uint64_t other = load_le(file.data() + page_at + 8 * rng.below(g.page_size / 8), 8);
     c = {other, "another word of the same page"};
   } else if (width == 8 && (g.in_zone(old) || rng.chance(35))) {
