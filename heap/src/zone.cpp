@@ -90,10 +90,11 @@ void ZoneImpl::reserve_locked() {
   protected_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
   generation_ = static_cast<std::uint32_t*>(os::map_table(class_chunks_ * sizeof(std::uint32_t)));
   fifo_ = static_cast<QuarantinedRun*>(os::map_table(chunks_ * sizeof(QuarantinedRun)));
+  released_ = static_cast<std::uint32_t*>(os::map_table(chunks_ * sizeof(std::uint32_t)));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
-      generation_ == nullptr || fifo_ == nullptr || observers_ == nullptr) {
+      generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -169,9 +170,9 @@ std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, HeapId owner,
   std::lock_guard lock(mutex_);
   if (!reserved() || count == 0 || count > end) return 0;
   std::size_t i = find_free_run(hint_[h], end, count);
-  if (i == end && quarantined_chunks_ != 0) {
+  if (i == end && waiting_[h] >= count) {
     // The half is full but for quarantined chunks: the quarantine gives way before an
-    // allocation fails.
+    // allocation fails (not for a request that its chunks could not meet anyway).
     evict_locked(0, h);
     i = find_free_run(hint_[h], end, count);
   }
@@ -236,17 +237,37 @@ void ZoneImpl::release(std::uintptr_t first, std::size_t count, HeapId freed_by)
   }
   // The chunks stay marked used while they wait, so that no search hands them out.
   set_bits(quarantined_, index, count, true);
+  const std::uint32_t release = ++releases_;
+  for (std::size_t k = index; k < index + count; ++k) released_[k] = release;
   quarantined_chunks_ += count;
+  waiting_[index < class_chunks_ ? 0 : 1] += count;
   in_use_[index < class_chunks_ ? 0 : 1] -= count;
   if (kChecks && protected_chunks_ + count <= kMaxProtectedChunks &&
       os::make_inaccessible(first, count * kChunkSize) == 0) {
     set_bits(protected_, index, count, true);
     protected_chunks_ += count;
   }
+  if (fifo_length_ == chunks_) compact_fifo_locked();
   fifo_[(fifo_head_ + fifo_length_) % chunks_] = {static_cast<std::uint32_t>(index),
-                                                 static_cast<std::uint32_t>(count)};
+                                                 static_cast<std::uint32_t>(count), release};
   ++fifo_length_;
   evict_locked(quarantine_limit_, -1);
+}
+
+void ZoneImpl::compact_fifo_locked() noexcept {
+  // Entries whose chunks were all taken back by restores (acquire_at) stay in the ring until
+  // they reach its head; were the ring to fill with them, this drops them. Every entry kept speaks
+  // for a waiting chunk no other entry speaks for, so room is left for the new one.
+  std::size_t kept = 0;
+  for (std::size_t n = 0; n < fifo_length_; ++n) {
+    const QuarantinedRun run = fifo_[(fifo_head_ + n) % chunks_];
+    bool waiting = false;
+    for (std::size_t k = run.first; k < std::size_t{run.first} + run.count && !waiting; ++k) {
+      waiting = holds(run, k);
+    }
+    if (waiting) fifo_[(fifo_head_ + kept++) % chunks_] = run;
+  }
+  fifo_length_ = kept;
 }
 
 void ZoneImpl::unquarantine_locked(std::size_t i) noexcept {
@@ -267,6 +288,7 @@ void ZoneImpl::unquarantine_locked(std::size_t i) noexcept {
   }
   set_bits(quarantined_, i, 1, false);
   --quarantined_chunks_;
+  --waiting_[i < class_chunks_ ? 0 : 1];
 }
 
 void ZoneImpl::evict_locked(std::size_t keep, int half) noexcept {
@@ -284,7 +306,7 @@ void ZoneImpl::evict_locked(std::size_t keep, int half) noexcept {
       continue;
     }
     for (std::size_t k = run.first; k < std::size_t{run.first} + run.count; ++k) {
-      if (!test(quarantined_, k)) continue;
+      if (!holds(run, k)) continue;  // taken back, or in quarantine again under a later entry
       unquarantine_locked(k);
       set_bits(used_, k, 1, false);
       if (k < hint_[h]) hint_[h] = k;

@@ -139,10 +139,17 @@ class ZoneImpl {
   // of them may split the zone's mapping, and vm.max_map_count (65530 by default) must keep room.
   static constexpr std::size_t kMaxProtectedChunks = 8192;
 
+  // One release into the quarantine. A chunk can leave it (a restore takes it back) and enter it
+  // again before the old entry reaches the ring's head; `release` tells the entries apart: the
+  // entry speaks for chunk k only while released_[k] == release.
   struct QuarantinedRun {
     std::uint32_t first;
     std::uint32_t count;
+    std::uint32_t release;
   };
+  bool holds(const QuarantinedRun& run, std::size_t k) const noexcept {
+    return test(quarantined_, k) && released_[k] == run.release;
+  }
 
   void reserve_locked();
   bool make_accessible_locked(int half, std::size_t need_end, std::uint64_t* mprotect_calls) noexcept;
@@ -158,6 +165,7 @@ class ZoneImpl {
   // Frees the oldest quarantined runs while more than `keep` chunks wait, or of `half` only
   // (-1: both) until none of it waits.
   void evict_locked(std::size_t keep, int half) noexcept;
+  void compact_fifo_locked() noexcept;
 
   mutable std::mutex mutex_;
   std::atomic<bool> reserved_{false};
@@ -168,11 +176,14 @@ class ZoneImpl {
   std::uint64_t* quarantined_ = nullptr;  // one bit per chunk: in quarantine
   std::uint64_t* protected_ = nullptr;    // one bit per chunk: made inaccessible in quarantine
   std::uint32_t* generation_ = nullptr;   // by class chunk: the last heap generation created there
+  std::uint32_t* released_ = nullptr;     // by chunk: the release that last put it in quarantine
+  std::uint32_t releases_ = 0;
   QuarantinedRun* fifo_ = nullptr;        // ring of quarantined runs, oldest at fifo_head_
   std::size_t fifo_head_ = 0;
   std::size_t fifo_length_ = 0;
   std::size_t quarantine_limit_ = 0;      // chunks
   std::size_t quarantined_chunks_ = 0;
+  std::size_t waiting_[2] = {0, 0};       // quarantined chunks by half
   std::size_t protected_chunks_ = 0;
   std::atomic<ChunkObserver*>* observers_ = nullptr;  // by the heap's first chunk (one per chunk)
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes

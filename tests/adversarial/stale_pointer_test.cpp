@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <vector>
 
+#include "reheap/byte_stream.h"
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
+#include "reheap/snapshot.h"
 #include "reheap/zone.h"
 
 namespace reheap {
@@ -138,6 +141,44 @@ TEST(StalePointer, ReleaseBuildsIgnoreFreeingTheLastFreedBlockAgain) {
   void* a = heap->allocate(64);
   void* b = heap->allocate(64);
   EXPECT_NE(a, b) << "the block was handed out twice";
+}
+
+// Restores take quarantined chunks back, which leaves their entries in the quarantine's ring;
+// a long run of destroy/restore cycles must not overflow the ring or lose a waiting chunk. Runs
+// in a child process with a small zone (1024 chunks: a ring of 1024 entries, 128 waiting).
+TEST(StalePointer, RestoreCyclesKeepTheQuarantineBookkeepingExact) {
+  testing::FLAGS_gtest_death_test_style = "threadsafe";
+  EXPECT_EXIT(
+      {
+        Zone::configure(ZoneConfig{0, std::size_t{64} << 30, 4096});  // waiting: at most 128
+        {
+          std::vector<HeapPtr> early;  // their chunks wait at the ring's head
+          for (int i = 0; i < 50; ++i) early.push_back(Heap::create());
+        }
+        std::vector<unsigned char> file;
+        HeapPtr heap = Heap::create();
+        std::memset(heap->allocate(100), 7, 100);
+        {
+          VectorSink sink(file);
+          Snapshotter(*heap, WriteTracking::kOff).write(sink);
+        }
+        for (int cycle = 0; cycle < 3000; ++cycle) {
+          heap.reset();  // its chunk enters the quarantine
+          MemorySource source(file.data(), file.size());
+          heap = restore(source, RestoreOptions{LayoutCheck::kNone});  // and leaves it
+        }
+        heap.reset();
+        if (Zone::stats().quarantined_chunks != 51) std::exit(2);
+        {
+          std::vector<HeapPtr> late;  // pushes the early ones out of the quarantine
+          for (int i = 0; i < 200; ++i) late.push_back(Heap::create());
+        }
+        if (Zone::stats().quarantined_chunks > 128) std::exit(3);  // an early entry was lost
+        std::vector<HeapPtr> heaps;  // and every chunk can serve a new heap
+        for (int i = 0; i < 500; ++i) heaps.push_back(Heap::create());
+        std::exit(0);
+      },
+      testing::ExitedWithCode(0), "");
 }
 
 class StalePointerDeathTest : public testing::Test {
