@@ -17,20 +17,13 @@
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
+#include "misuse_support.h"
 
 namespace reheap {
 namespace {
 
-#if defined(REHEAP_TEST_CHECKS)
-constexpr bool kChecked = true;
-#else
-constexpr bool kChecked = false;
-#endif
-
-[[gnu::noinline]] void* launder(void* p) {
-  asm volatile("" : "+r"(p));
-  return p;
-}
+using testsupport::kChecked;
+using testsupport::launder;
 
 // Sets the quarantine's length for a scope.
 struct Quarantine {
@@ -181,13 +174,7 @@ TEST(StalePointer, RestoreCyclesKeepTheQuarantineBookkeepingExact) {
       testing::ExitedWithCode(0), "");
 }
 
-class StalePointerDeathTest : public testing::Test {
- protected:
-  void SetUp() override {
-    if (!kChecked) GTEST_SKIP() << "stale accesses are reported only in builds with REHEAP_CHECKS";
-    testing::FLAGS_gtest_death_test_style = "threadsafe";
-  }
-};
+class StalePointerDeathTest : public testsupport::CheckedDeathTest {};
 
 TEST_F(StalePointerDeathTest, ADeleteThroughAStalePointerNamesTheDestroyedHeap) {
   HeapPtr old = Heap::create();

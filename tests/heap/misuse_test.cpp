@@ -12,6 +12,7 @@
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 #include "reheap/zone.h"
+#include "misuse_support.h"
 
 namespace reheap {
 namespace {
@@ -19,18 +20,8 @@ namespace {
 constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * KiB;
 
-#if defined(REHEAP_TEST_CHECKS)
-constexpr bool kChecked = true;
-#else
-constexpr bool kChecked = false;
-#endif
-
-// Hides where a pointer came from, so that the compiler neither warns about the deliberate misuse
-// nor optimizes it away.
-[[gnu::noinline]] void* launder(void* p) {
-  asm volatile("" : "+r"(p));
-  return p;
-}
+using testsupport::kChecked;
+using testsupport::launder;
 
 void* offset(void* p, std::size_t bytes) { return static_cast<unsigned char*>(p) + bytes; }
 
@@ -42,13 +33,7 @@ bool all_bytes_are(const void* p, std::size_t n, unsigned char value) {
   return true;
 }
 
-class MisuseDeathTest : public testing::Test {
- protected:
-  void SetUp() override {
-    if (!kChecked) GTEST_SKIP() << "misuse aborts only in builds with REHEAP_CHECKS";
-    testing::FLAGS_gtest_death_test_style = "threadsafe";
-  }
-};
+class MisuseDeathTest : public testsupport::CheckedDeathTest {};
 
 TEST_F(MisuseDeathTest, DeletingASmallBlockTwiceAborts) {
   HeapPtr heap = Heap::create();

@@ -16,15 +16,12 @@
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 #include "reheap/zone.h"
+#include "misuse_support.h"
 
 namespace reheap {
 namespace {
 
-#if defined(REHEAP_TEST_CHECKS)
-constexpr bool kChecked = true;
-#else
-constexpr bool kChecked = false;
-#endif
+using testsupport::kChecked;
 
 const std::string& expected_greeting() {
   static const std::string text(200, 'g');
