@@ -99,8 +99,12 @@ ShadowBit shadow_bit(const void* p) noexcept {
 void reset_idle_class(HeapState* h, unsigned cls) noexcept {
   ClassCursor& k = h->cursor[cls];
   if (k.chunk == nullptr) return;
+  // Counting stops past `carved`: a list that long has a cycle (a release build's double free
+  // that was not at the list's head), and the class is then not idle.
   std::uint64_t free_blocks = 0;
-  for (void* p = h->free[cls]; p != nullptr; p = *static_cast<void**>(p)) ++free_blocks;
+  for (void* p = h->free[cls]; p != nullptr && free_blocks <= k.carved; p = *static_cast<void**>(p)) {
+    ++free_blocks;
+  }
   if (free_blocks != k.carved) return;  // some block is live
   const std::size_t size = kClassSize[cls];
   const std::size_t whole_lane = align_up(kLaneSize / size * size, kPageSize);

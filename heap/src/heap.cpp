@@ -87,7 +87,7 @@ void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept {
   unpoison_free_blocks(h);
   for (ChunkHeader* c = h->large_head; c != nullptr;) {
     ChunkHeader* next = c->next;
-    const std::size_t chunks = c->run_chunks;
+    const std::size_t chunks = owned_run_chunks(h, c);
     release_chunk_pages(h, c, false);
     done(context, reinterpret_cast<std::uintptr_t>(c), chunks, id);
     c = next;

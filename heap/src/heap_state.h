@@ -149,6 +149,11 @@ std::size_t page_block_size(const HeapState* h, const void* p) noexcept;
 std::size_t free_run_pages(const HeapState* h) noexcept;  // O(free runs)
 void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept;
 void release_chunk_pages(HeapState* h, ChunkHeader* chunk, bool is_class) noexcept;
+// The chunks of the run headed by `c` that the heap really owns: 1 for class and large chunks;
+// for a huge run, its length capped at the first chunk the owner map gives to another heap.
+// Headers are the heap's own writable memory: whatever a bug wrote there, ending the heap or
+// freeing a block never discards or gives back another heap's chunks.
+std::size_t owned_run_chunks(const HeapState* h, const ChunkHeader* c) noexcept;
 void unpoison_free_blocks(HeapState* h) noexcept;
 
 // Ends a heap: tells its chunk observer, discards the pages of every chunk run (the state last:

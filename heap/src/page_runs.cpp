@@ -281,16 +281,27 @@ void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcep
   return alloc_huge(h, size, alignment);
 }
 
+std::size_t owned_run_chunks(const HeapState* h, const ChunkHeader* c) noexcept {
+  if (c->kind != ChunkKind::kHuge) return 1;
+  const auto base = reinterpret_cast<std::uintptr_t>(c);
+  std::size_t n = 1;  // the header's own chunk is the heap's: the heap reached it from its list
+  while (n < c->run_chunks && ZoneImpl::contains(base + n * kChunkSize) &&
+         ZoneImpl::owner_of(base + n * kChunkSize) == h->id) {
+    ++n;
+  }
+  return n;
+}
+
 void release_chunk_pages(HeapState* h, ChunkHeader* c, bool is_class) noexcept {
   const std::uintptr_t base = chunk_of(c, is_class);
-  const std::size_t run_bytes = std::size_t{c->run_chunks} * kChunkSize;
+  const std::size_t run_bytes = owned_run_chunks(h, c) * kChunkSize;
   std::size_t bytes = run_bytes;
   if (c->kind == ChunkKind::kLarge) bytes = std::size_t{c->frontier} * kPageSize;
   if (c->kind == ChunkKind::kHuge) {
     bytes = static_cast<std::size_t>(c->huge_block - reinterpret_cast<char*>(c)) + c->huge_size;
   }
-  // The header's fields bound what is discarded, and they are the heap's own data: never let
-  // them reach past the heap's run into another heap's chunks, whatever they say.
+  // The header's fields say what to discard, and they are the heap's own data: never let them
+  // reach past the chunks the heap owns, whatever they say.
   if (bytes > run_bytes) bytes = run_bytes;
   if (os::discard(base, bytes) != 0) {
     fatal("madvise(MADV_DONTNEED) of heap %llu's chunk at %#lx failed",
@@ -308,7 +319,7 @@ void free_pages(HeapState* h, void* p) noexcept {
     h->huge_live_bytes -= c->huge_size;
     h->committed -= kPageSize + c->huge_size;
     unlink_large(h, c);
-    const std::size_t chunks = c->run_chunks;
+    const std::size_t chunks = owned_run_chunks(h, c);
     if (ChunkObserver* o = zone().observer(h->id)) o->chunks_released(reinterpret_cast<std::uintptr_t>(c), chunks);
     release_chunk_pages(h, c, false);  // c is zero from here on
     zone().release(reinterpret_cast<std::uintptr_t>(c), chunks, h->id);

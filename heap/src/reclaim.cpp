@@ -3,14 +3,16 @@
 //
 // Without it, a heap filled to its limit with one class and then emptied kept every page
 // committed, and every other class failed for good. Reclaiming costs a walk of the free lists
-// and one madvise per lane given back, so it runs only when a charge would pass the limit, never
-// on an unlimited heap.
+// (O(free blocks)) and one madvise per lane given back, so it runs only when a charge would pass
+// the limit, never on an unlimited heap; a heap that keeps asking past its limit pays the walk on
+// every refused request.
 #include "heap_fast.h"
 
 namespace reheap::detail {
 
 REHEAP_SLOW_PATH bool charge_slow(HeapState* h, std::size_t bytes, Charge kind, unsigned carving) noexcept {
-  if (kind == Charge::kAllocation && h->limit != kUnlimited) {
+  // A request larger than the whole limit cannot be met by giving anything back.
+  if (kind == Charge::kAllocation && h->limit != kUnlimited && bytes <= h->limit) {
     const std::size_t before = h->committed;
     for (unsigned cls = 0; cls < kNumClasses; ++cls) {
       if (cls != carving) reset_idle_class(h, cls);

@@ -48,15 +48,17 @@ void forward(int signal, siginfo_t* info, void* context) noexcept {
   } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
     g_previous.sa_handler(signal);
   } else {
-    // The default action: put it back; returning re-runs the access, which then ends the
-    // process with SIGSEGV as it would have without us.
+    // The default action: put it back; returning re-runs the faulting access, which then ends
+    // the process with SIGSEGV as it would have without us. A signal that was sent (kill,
+    // raise: si_code <= 0) re-runs nothing, so it is sent again.
     ::sigaction(SIGSEGV, &g_previous, nullptr);
+    if (info->si_code <= 0) ::raise(signal);
   }
 }
 
 void on_segv(int signal, siginfo_t* info, void* context) {
   const auto a = reinterpret_cast<std::uintptr_t>(info->si_addr);
-  if (g_zone.base.load(std::memory_order_relaxed) != 0 && ZoneImpl::contains(a)) {
+  if (info->si_code > 0 && g_zone.base.load(std::memory_order_relaxed) != 0 && ZoneImpl::contains(a)) {
     const HeapId entry = ZoneImpl::owner_of(a);
     if ((entry & kTombstone) != 0) {
       const HeapId id = entry & ~kTombstone;

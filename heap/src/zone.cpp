@@ -65,6 +65,16 @@ void ZoneImpl::configure(const ZoneConfig& config) {
   config_ = c;
 }
 
+void ZoneImpl::configure_range(std::uintptr_t base, std::size_t size) {
+  std::lock_guard lock(mutex_);
+  if (reserved()) throw std::logic_error("reheap: Zone::configure called after the zone was reserved");
+  ZoneConfig c = config_;  // keeps what else was configured (the quarantine)
+  c.base = base;
+  c.size = size;
+  validate(c);
+  config_ = c;
+}
+
 void ZoneImpl::ensure_reserved() {
   if (reserved()) return;
   std::lock_guard lock(mutex_);
@@ -131,10 +141,12 @@ void ZoneImpl::set_bits(std::uint64_t* bits, std::size_t first, std::size_t coun
 
 namespace {
 
-// The first index in [i, end) whose bit in `bits` equals `value`, or `end`. Word at a time.
-std::size_t next_with(const std::uint64_t* bits, std::size_t i, std::size_t end, bool value) noexcept {
+// The first index in [i, end) that is used (`value`) or not, or `end`. Word at a time. A chunk
+// is used if its bit in `used` is set and, when `waiting` is given, not set there.
+std::size_t next_with(const std::uint64_t* used, const std::uint64_t* waiting, std::size_t i,
+                      std::size_t end, bool value) noexcept {
   while (i < end) {
-    std::uint64_t word = bits[i / 64];
+    std::uint64_t word = used[i / 64] & ~(waiting != nullptr ? waiting[i / 64] : 0);
     if (!value) word = ~word;
     word &= ~std::uint64_t{0} << (i % 64);
     if (word != 0) {
@@ -148,16 +160,18 @@ std::size_t next_with(const std::uint64_t* bits, std::size_t i, std::size_t end,
 
 }  // namespace
 
-std::size_t ZoneImpl::find_free_run(std::size_t from, std::size_t end, std::size_t count) const noexcept {
+std::size_t ZoneImpl::find_free_run(std::size_t from, std::size_t end, std::size_t count,
+                                    bool or_waiting) const noexcept {
   // Alternates between "next free chunk" and "next used chunk after it": each step crosses one
   // region boundary, so a request that cannot be met costs O(regions + words), not O(chunks x
   // count) as a chunk-by-chunk first fit would (a 16 TiB request in a fragmented zone took 11 s
   // that way, all under the zone lock).
+  const std::uint64_t* waiting = or_waiting ? quarantined_ : nullptr;
   std::size_t i = from;
   while (true) {
-    i = next_with(used_, i, end, false);
+    i = next_with(used_, waiting, i, end, false);
     if (end - i < count) return end;
-    const std::size_t used = next_with(used_, i, i + count, true);
+    const std::size_t used = next_with(used_, waiting, i, i + count, true);
     if (used == i + count) return i;
     i = used;
   }
@@ -169,17 +183,30 @@ std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, HeapId owner,
   const std::size_t end = h == 0 ? class_chunks_ : chunks_;
   std::lock_guard lock(mutex_);
   if (!reserved() || count == 0 || count > end) return 0;
-  std::size_t i = find_free_run(hint_[h], end, count);
-  if (i == end && waiting_[h] >= count) {
-    // The half is full but for quarantined chunks: the quarantine gives way before an
-    // allocation fails (not for a request that its chunks could not meet anyway).
-    evict_locked(0, h);
-    i = find_free_run(hint_[h], end, count);
+  std::size_t i = find_free_run(hint_[h], end, count, false);
+  if (i == end && waiting_[h] != 0) {
+    // No free run, but quarantined chunks could make one: exactly those chunks give way (the
+    // others keep guarding their stale pointers); a request they cannot meet evicts nothing.
+    i = find_free_run(h == 0 ? 0 : class_chunks_, end, count, true);
+    if (i != end) {
+      for (std::size_t k = i; k < i + count; ++k) {
+        if (test(quarantined_, k)) {
+          unquarantine_locked(k);
+          set_bits(used_, k, 1, false);
+        }
+      }
+    }
   }
   if (i == end) return 0;
-  if (i == hint_[h]) hint_[h] = i + count;
   if (!make_accessible_locked(h, i + count, mprotect_calls)) return 0;
-  if (owner == 0) owner = make_heap_id(static_cast<std::uint32_t>(i), ++generation_[i]);
+  if (i == hint_[h]) hint_[h] = i + count;  // only once the chunks are really taken
+  if (owner == 0) {
+    // 31 bits of generation (bit 63 of an id is the tombstone's); 0 is skipped on wrap-around,
+    // after 2^31 heaps in one chunk, when ids of that chunk could repeat.
+    generation_[i] = (generation_[i] + 1) & 0x7fffffffu;
+    if (generation_[i] == 0) generation_[i] = 1;
+    owner = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
+  }
   take_locked(h, i, count, owner);
   return chunk_address(static_cast<std::uint32_t>(i));
 }

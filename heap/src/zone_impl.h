@@ -74,6 +74,8 @@ class ZoneImpl {
   void ensure_reserved();
 
   void configure(const ZoneConfig& config);
+  // Sets only the range (a restore reserving the zone where its snapshot was saved).
+  void configure_range(std::uintptr_t base, std::size_t size);
   bool reserved() const noexcept { return reserved_.load(std::memory_order_acquire); }
   ZoneStats stats() const noexcept;
 
@@ -154,7 +156,9 @@ class ZoneImpl {
   void reserve_locked();
   bool make_accessible_locked(int half, std::size_t need_end, std::uint64_t* mprotect_calls) noexcept;
   void take_locked(int half, std::size_t first, std::size_t count, HeapId owner) noexcept;
-  std::size_t find_free_run(std::size_t from, std::size_t end, std::size_t count) const noexcept;
+  // The first run of `count` chunks in [from, end) that are free (or free or waiting in
+  // quarantine, `or_waiting`); `end` if there is none.
+  std::size_t find_free_run(std::size_t from, std::size_t end, std::size_t count, bool or_waiting) const noexcept;
   static bool test(const std::uint64_t* bits, std::size_t i) noexcept {
     return (bits[i / 64] >> (i % 64)) & 1;
   }

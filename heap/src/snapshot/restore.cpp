@@ -29,7 +29,9 @@ namespace {
 // Chunks taken for the heap being restored; given back to the zone unless kept.
 class TakenChunks {
  public:
-  explicit TakenChunks(detail::HeapId owner) : owner_(owner) {}
+  // Room for `count` chunks is made first: taking or adopting a chunk then cannot throw (an
+  // exception between acquire_at and the record would leave the chunk owned by no heap).
+  TakenChunks(detail::HeapId owner, std::size_t count) : owner_(owner) { indexes_.reserve(count); }
   TakenChunks(const TakenChunks&) = delete;
   TakenChunks& operator=(const TakenChunks&) = delete;
   ~TakenChunks() {
@@ -62,6 +64,8 @@ class TakenChunks {
 // another thread could take them): returns their indexes, sorted.
 std::vector<std::uint32_t> retire(Heap* heap) {
   std::vector<std::uint32_t> chunks;
+  // discard_heap is noexcept and its callback pushes: room first, so nothing throws there.
+  chunks.reserve(detail::state(heap)->class_chunks + detail::state(heap)->large_chunks);
   detail::discard_heap(detail::state(heap), &chunks,
                        [](void* context, std::uintptr_t first, std::size_t count, detail::HeapId) {
                          auto* out = static_cast<std::vector<std::uint32_t>*>(context);
@@ -90,7 +94,7 @@ void check_geometry(const SnapshotHeader& h, const std::string& name) {
 void check_zone(const SnapshotHeader& h, const std::string& name) {
   if (!Zone::reserved()) {
     try {
-      Zone::configure(ZoneConfig{h.zone_base, h.zone_size});
+      detail::zone().configure_range(h.zone_base, h.zone_size);
       detail::zone().ensure_reserved();
     } catch (const std::exception& e) {
       if (!Zone::reserved()) {
@@ -171,8 +175,9 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
     }
   }
 
-  TakenChunks taken(final.heap_id);
+  TakenChunks taken(final.heap_id, final.chunks.size());
   std::vector<std::uint32_t> adopted;
+  adopted.reserve(final.chunks.size());
   if (replaced != nullptr) {
     if (replaced->id() != final.heap_id) {
       fail(SnapshotErrc::kMisuse, name,

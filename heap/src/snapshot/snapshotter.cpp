@@ -92,6 +92,10 @@ struct Snapshotter::State final : detail::ChunkObserver {
   void chunks_released(std::uintptr_t first, std::size_t) noexcept override {
     auto it = tracked.find(first);
     if (it != tracked.end()) untrack_run(it);
+    // What a failed save left pending in the run goes with it: the next save must not read
+    // pages the heap gave back (inaccessible in quarantine, or another heap's by then).
+    std::erase_if(pending, [first](const Segment& s) { return s.run_base == first; });
+    std::erase(pending_fresh, first);
   }
 
   void heap_destroyed() noexcept override {

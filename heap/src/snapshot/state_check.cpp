@@ -256,10 +256,21 @@ class StateCheck {
     const std::size_t per_lane = kLaneSize / size;
     const std::uint64_t lanes_behind = std::uint64_t{chunk->ordinal} * kGroupsPerChunk + k.group;
     if (k.carved != lanes_behind * per_lane + (cur - lane) / size) bad(what + ": carved count");
+    // Brent's cycle detection: a cycle is found within about twice its distance from the head
+    // plus its length, so the walk costs what the file holds, not what a forged `carved` says.
     std::uint64_t count = 0;
+    const void* tortoise = nullptr;
+    std::uint64_t power = 1;
+    std::uint64_t steps = 0;
     for (const void* p = s.free[cls]; p != nullptr; p = *static_cast<void* const*>(p)) {
       if (++count > k.carved) bad(what + ": the free list is longer than what was carved (a cycle?)");
       check_free_block(p, cls, k, what);
+      if (p == tortoise) bad(what + ": the free list has a cycle");
+      if (++steps == power) {
+        tortoise = p;
+        power *= 2;
+        steps = 0;
+      }
     }
     return lanes_behind * align_up(per_lane * size, kPageSize) + (limit - lane);
   }
