@@ -16,8 +16,8 @@
 // that gave them back, so that a stale pointer into them is recognised for what it is (a free
 // through it is reported, or ignored and counted; in checked builds the chunks are also made
 // inaccessible, and an access is reported naming the destroyed heap). Only when the quarantine
-// is full, a half has no other free chunk, or a restore needs exactly that chunk, does a
-// quarantined chunk become usable again.
+// is full (oldest first), a request can be met only with quarantined chunks (exactly those), or
+// a restore needs exactly that chunk, does a quarantined chunk become usable again.
 #pragma once
 
 #include <atomic>

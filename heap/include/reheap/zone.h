@@ -20,7 +20,8 @@
 // inaccessible, so that a read or write through the pointer is reported too; release builds do
 // not detect reads and writes, which are undefined behaviour as with any allocator). The guarantee
 // lasts while the chunks wait: until `quarantine_chunks` more chunks were given back after them,
-// the zone has no other free chunk, or a snapshot restored in the process needs those chunks.
+// a request can be met only with waiting chunks (exactly those leave), or a snapshot restored in
+// the process needs those chunks.
 //
 // Thread safety: every function here may be called from any thread.
 #pragma once

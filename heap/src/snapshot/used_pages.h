@@ -5,7 +5,13 @@
 // the committed window of its current lane), a large chunk up to its frontier, a huge block up to
 // its size, plus the header page and, in checked builds, the free-block shadow. Pages outside
 // these ranges were never written and read as zero, so a snapshot need not look at them.
-// Used ranges only grow while a chunk belongs to the heap: cursors and frontiers never move back.
+// Used ranges grow while a chunk belongs to the heap, except when a heap at its limit reclaims
+// (reclaim.cpp): a reset class cursor or carve-chunk frontier moves back, and the pages past it
+// are discarded first. Those pages lie in the tracked prefix and read as zero; the write tracker
+// reports a discard as a write on the kernels here (os/write_tracker.h says which kernels do), so
+// the next increment holds them as zero runs. On a kernel that does not report it, the restored
+// image would keep the parent's bytes past the cursor or frontier: unused memory the allocator
+// never reads, but not zero.
 #pragma once
 
 #include <cstddef>
