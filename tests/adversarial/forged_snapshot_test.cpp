@@ -21,6 +21,7 @@
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
+#include "reheap/snapshot_file.h"
 #include "reheap/zone.h"
 
 namespace reheap::adversarial {
@@ -285,6 +286,23 @@ INSTANTIATE_TEST_SUITE_P(EveryFieldClass, ForgedSnapshot, ::testing::Range<std::
                            }
                            return name;
                          });
+
+// Fuzz regression: a header whose zone reaches past the 47-bit address space made chunk indexes
+// wrap to 32 bits, so the reader handed out runs at addresses far outside the zone that aliased
+// a listed chunk (restore refused the zone anyway; verify, info, diff and compact did not).
+TEST(ForgedSnapshot, AZoneBeyondTheUserAddressSpaceIsRefusedByTheReader) {
+  HeapScope system(nullptr);
+  const Subject& s = subject();
+  const Bytes forged = Forger(s.file).set_header("zone_size", std::uint64_t{1} << 62).bytes();
+  try {
+    MemorySource source(forged.data(), forged.size());
+    SnapshotReader reader(source, "forged");
+    FAIL() << "the reader accepted the header";
+  } catch (const SnapshotError& e) {
+    EXPECT_EQ(e.code(), SnapshotErrc::kCorrupt);
+    EXPECT_NE(std::string(e.what()).find("47-bit"), std::string::npos) << e.what();
+  }
+}
 
 // The limit is checked against what the state commits, not what the header says.
 TEST(ForgedSnapshot, AForgedCommittedFieldDoesNotSlipPastTheRestoreLimit) {

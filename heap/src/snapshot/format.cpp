@@ -209,6 +209,11 @@ SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::u
       h.zone_base + h.zone_size < h.zone_base) {
     f.bad("the zone is not a whole number of chunks");
   }
+  // Where a zone can be (zone.cpp's rule): this also keeps every chunk index within 32 bits, so
+  // no address outside the zone can alias a listed chunk's index.
+  if (h.zone_base + h.zone_size > (std::uint64_t{1} << 47)) {
+    f.bad("the zone lies outside the 47-bit user address space");
+  }
   if (h.id == 0) f.bad("snapshot id 0");
   if ((h.kind == SnapshotKind::kFull) != (h.parent_id == 0)) {
     f.bad(h.kind == SnapshotKind::kFull ? "a full snapshot names a parent" : "an increment names no parent");

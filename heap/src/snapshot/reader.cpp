@@ -83,7 +83,9 @@ struct SnapshotReader::Impl {
 
   const SnapshotChunk* chunk_of(std::uintptr_t address) const noexcept {
     if (address < header.zone_base || address - header.zone_base >= header.zone_size) return nullptr;
-    const auto index = static_cast<std::uint32_t>((address - header.zone_base) / header.chunk_size);
+    const std::uint64_t wide = (address - header.zone_base) / header.chunk_size;
+    if (wide > 0xffffffffu) return nullptr;  // the header's zone rule forbids it; never alias
+    const auto index = static_cast<std::uint32_t>(wide);
     auto it = std::lower_bound(header.chunks.begin(), header.chunks.end(), index,
                                [](const SnapshotChunk& c, std::uint32_t i) { return c.index < i; });
     return it != header.chunks.end() && it->index == index ? &*it : nullptr;
