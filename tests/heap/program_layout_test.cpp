@@ -131,10 +131,10 @@ TEST(CurrentProgramLayout, LeavesNothingBehindInTheCurrentHeap) {
 // A made-up layout: differences are easiest to state on objects whose fields the test chose.
 ProgramLayout saved_layout() {
   return {
-      {"/opt/app/bin/server", 0x555555554000, "aa11aa11aa11aa11aa11", true},
-      {"/usr/lib/x86_64-linux-gnu/libfoo.so.1", 0x7ffff7c00000, "bb22bb22bb22bb22bb22", false},
-      {"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x7ffff7a00000, "cc33cc33cc33cc33cc33", false},
-      {"/opt/app/lib/libplain.so", 0x7ffff7e00000, "", false},
+      {"/opt/app/bin/server", 0x555555554000, "aa11aa11aa11aa11aa11", true, {}},
+      {"/usr/lib/x86_64-linux-gnu/libfoo.so.1", 0x7ffff7c00000, "bb22bb22bb22bb22bb22", false, {}},
+      {"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x7ffff7a00000, "cc33cc33cc33cc33cc33", false, {}},
+      {"/opt/app/lib/libplain.so", 0x7ffff7e00000, "", false, {}},
   };
 }
 
@@ -149,7 +149,7 @@ TEST(LayoutDifference, IsEmptyForIdenticalLayouts) {
 
 TEST(LayoutDifference, IgnoresObjectsLoadedOnlyNow) {
   ProgramLayout now = saved_layout();
-  now.push_back({"/usr/lib/x86_64-linux-gnu/libextra.so", 0x7ffff7000000, "dd44", false});
+  now.push_back({"/usr/lib/x86_64-linux-gnu/libextra.so", 0x7ffff7000000, "dd44", false, {}});
   EXPECT_EQ(layout_difference(saved_layout(), now, LayoutCheck::kStrict), "");
 }
 

@@ -3,9 +3,10 @@
 // A snapshot holds the pages of the heap's chunks that are in use and not all zero (zero pages
 // are holes), which includes the allocator's own state (it lives in those pages), the heap's root
 // pointer (Heap::set_root) and the layout of the saving program (program_layout.h). Restoring
-// takes the same chunks of the zone again, in this process or another one running the same
-// binary, reads the pages back in place, and hands back a heap whose root and every pointer
-// inside it are valid; allocation and free continue normally.
+// takes the same chunks of the zone again, in this process or another one, reads the pages back
+// in place, relocates the heap's pointers into the program if the program moved or was rebuilt
+// (program_refs.h), and hands back a heap whose root and every pointer inside it are valid;
+// allocation and free continue normally.
 //
 // Chains: a full snapshot, then increments holding only the pages written since their parent.
 // Increments need write tracking from the kernel (userfaultfd write-protect, Linux >= 6.7, see
@@ -104,11 +105,15 @@ class Snapshotter {
 };
 
 struct RestoreOptions {
-  LayoutCheck layout = LayoutCheck::kStrict;
+  // kRelocate: pointers into the program are mapped to this process's layout (program_refs.h).
+  LayoutCheck layout = LayoutCheck::kRelocate;
   // Refuses (kOverLimit) a heap whose committed bytes exceed this: the bytes its allocator state
   // really commits, which restore derives and checks against the header. The restored heap keeps
   // the limit it was saved with.
   std::size_t limit_bytes = kUnlimited;
+  // kRelocate: map pointers into a shared library of another build by symbol too (for the
+  // program's own libraries; a different libstdc++ or libc is refused unless this is set).
+  bool relink_libraries = false;
 };
 
 // Restores the heap saved in `file`, applying the chain of parents first when it is an

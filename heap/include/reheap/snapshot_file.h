@@ -19,6 +19,7 @@
 
 #include "reheap/byte_stream.h"
 #include "reheap/program_layout.h"
+#include "reheap/program_refs.h"
 #include "reheap/size_class.h"
 #include "reheap/snapshot_error.h"
 
@@ -65,7 +66,12 @@ struct SnapshotHeader {
   std::size_t committed_bytes = 0;  // the heap's committed bytes when saved
   std::vector<SnapshotChunk> chunks;  // every chunk the heap owned, ascending index
   PageCounts pages;
-  ProgramLayout layout;  // of the saving process
+  ProgramLayout layout;  // of the saving process, with its segments
+  // The values in this file's pages that point into the saving program (program_refs.h), one
+  // entry per distinct value. `has_program_refs` is false for files of writers that did not list
+  // them: those restore only where the layout is the same.
+  bool has_program_refs = false;
+  std::vector<ProgramRef> program_refs;
   std::string tracking;  // write tracking used for this file, or "none: <why>"
 };
 

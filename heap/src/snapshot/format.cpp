@@ -66,7 +66,7 @@ void key(Packer& pk, const char* k) { pk.pack(std::string_view(k)); }
 std::vector<unsigned char> encode_header(const SnapshotHeader& h) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(21);
+  pk.pack_map(23);
   key(pk, "kind"), pk.pack(static_cast<unsigned>(h.kind));
   key(pk, "id"), pk.pack(h.id);
   key(pk, "parent_id"), pk.pack(h.parent_id);
@@ -103,6 +103,27 @@ std::vector<unsigned char> encode_header(const SnapshotHeader& h) {
     pk.pack_array(4);
     pk.pack(o.path), pk.pack(std::uint64_t{o.base}), pk.pack(o.build_id), pk.pack(o.main_executable);
   }
+  key(pk, "segments");
+  std::uint32_t segments = 0;
+  for (const LoadedObject& o : h.layout) segments += static_cast<std::uint32_t>(o.segments.size());
+  pk.pack_array(segments);
+  for (std::uint32_t i = 0; i < h.layout.size(); ++i) {
+    for (const ImageSegment& s : h.layout[i].segments) {
+      pk.pack_array(4);
+      pk.pack(i), pk.pack(std::uint64_t{s.begin}), pk.pack(std::uint64_t{s.end});
+      pk.pack((s.writable ? 1u : 0u) | (s.executable ? 2u : 0u));
+    }
+  }
+  key(pk, "program_refs");
+  pk.pack_array(static_cast<std::uint32_t>(h.program_refs.size()));
+  for (const ProgramRef& r : h.program_refs) {
+    pk.pack_array(10);
+    pk.pack(r.value), pk.pack(r.object), pk.pack(static_cast<unsigned>(r.kind));
+    pk.pack(r.symbol), pk.pack(r.file), pk.pack(r.function), pk.pack(r.size), pk.pack(r.offset);
+    pk.pack_bin(static_cast<std::uint32_t>(r.bytes.size()));
+    pk.pack_bin_body(r.bytes.data(), static_cast<std::uint32_t>(r.bytes.size()));
+    pk.pack(r.words);
+  }
   key(pk, "tracking"), pk.pack(h.tracking);
   key(pk, "format"), pk.pack(std::string_view("reheap snapshot, see heap/SNAPSHOT_FORMAT.md"));
   key(pk, "writer"), pk.pack(std::string_view("reheap 0.1"));
@@ -120,14 +141,21 @@ class Fields {
   }
 
   const msgpack::object& get(const char* k) const {
+    const msgpack::object* value = find(k);
+    if (value == nullptr) bad(std::string("the header has no field \"") + k + "\"");
+    return *value;
+  }
+
+  // The value of an optional key, or null.
+  const msgpack::object* find(const char* k) const {
     for (std::uint32_t i = 0; i < map_->size; ++i) {
       const msgpack::object& key_object = map_->ptr[i].key;
       if (key_object.type == msgpack::type::STR && key_object.via.str.size == std::strlen(k) &&
           std::memcmp(key_object.via.str.ptr, k, key_object.via.str.size) == 0) {
-        return map_->ptr[i].val;
+        return &map_->ptr[i].val;
       }
     }
-    bad(std::string("the header has no field \"") + k + "\"");
+    return nullptr;
   }
 
   std::uint64_t u64(const msgpack::object& o, const char* what) const {
@@ -166,6 +194,54 @@ class Fields {
   const msgpack::object_map* map_ = nullptr;
   const std::string& name_;
 };
+
+// The segments and program_refs keys, absent from files of older writers.
+void decode_program_refs(const Fields& f, SnapshotHeader& h) {
+  if (const msgpack::object* segments = f.find("segments")) {
+    const auto& list = f.array(*segments, "segments");
+    for (std::uint32_t i = 0; i < list.size; ++i) {
+      const auto& entry = f.array(list.ptr[i], "segments[]", 4);
+      const std::uint32_t object = f.u32(entry.ptr[0], "segments[].object");
+      if (object >= h.layout.size()) f.bad("a segment of an object not in the layout");
+      ImageSegment s;
+      s.begin = f.u64(entry.ptr[1], "segments[].begin");
+      s.end = f.u64(entry.ptr[2], "segments[].end");
+      const std::uint64_t flags = f.u64(entry.ptr[3], "segments[].flags");
+      if (s.end <= s.begin || flags > 3) f.bad("a malformed segment");
+      s.writable = (flags & 1) != 0;
+      s.executable = (flags & 2) != 0;
+      std::vector<ImageSegment>& into = h.layout[object].segments;
+      if (!into.empty() && into.back().end > s.begin) f.bad("segments not in ascending order");
+      into.push_back(s);
+    }
+  }
+  const msgpack::object* refs = f.find("program_refs");
+  if (refs == nullptr) return;
+  h.has_program_refs = true;
+  const auto& list = f.array(*refs, "program_refs");
+  h.program_refs.reserve(list.size);
+  for (std::uint32_t i = 0; i < list.size; ++i) {
+    const auto& entry = f.array(list.ptr[i], "program_refs[]", 10);
+    ProgramRef r;
+    r.value = f.u64(entry.ptr[0], "program_refs[].value");
+    r.object = f.u32(entry.ptr[1], "program_refs[].object");
+    const std::uint64_t kind = f.u64(entry.ptr[2], "program_refs[].kind");
+    if (r.object >= h.layout.size() || kind > 2) f.bad("a program ref of an unknown object or kind");
+    r.kind = static_cast<ProgramRefKind>(kind);
+    r.symbol = f.str(entry.ptr[3], "program_refs[].symbol");
+    r.file = f.str(entry.ptr[4], "program_refs[].file");
+    r.function = f.boolean(entry.ptr[5], "program_refs[].function");
+    r.size = f.u64(entry.ptr[6], "program_refs[].size");
+    r.offset = f.u64(entry.ptr[7], "program_refs[].offset");
+    if (entry.ptr[8].type != msgpack::type::BIN) f.bad("field program_refs[].bytes is not binary");
+    r.bytes.assign(entry.ptr[8].via.bin.ptr, entry.ptr[8].via.bin.size);
+    r.words = f.u64(entry.ptr[9], "program_refs[].words");
+    if (!h.program_refs.empty() && h.program_refs.back().value >= r.value) {
+      f.bad("program refs not in ascending order of value");
+    }
+    h.program_refs.push_back(std::move(r));
+  }
+}
 
 }  // namespace
 
@@ -270,6 +346,7 @@ SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::u
     o.main_executable = f.boolean(entry.ptr[3], "layout[].main");
     h.layout.push_back(std::move(o));
   }
+  decode_program_refs(f, h);
   return h;
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -99,6 +100,18 @@ int collect(dl_phdr_info* info, std::size_t /*size*/, void* data) {
   object.base = info->dlpi_addr;
   object.build_id = build_id_of(*info);
   object.main_executable = first;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD || segment.p_memsz == 0) continue;
+    ImageSegment s;
+    s.begin = info->dlpi_addr + segment.p_vaddr;
+    s.end = s.begin + segment.p_memsz;
+    s.writable = (segment.p_flags & PF_W) != 0;
+    s.executable = (segment.p_flags & PF_X) != 0;
+    object.segments.push_back(s);
+  }
+  std::sort(object.segments.begin(), object.segments.end(),
+            [](const ImageSegment& a, const ImageSegment& b) { return a.begin < b.begin; });
   layout.push_back(std::move(object));
   return 0;
 }
@@ -219,8 +232,8 @@ ProgramLayout current_program_layout() {
 
 std::string layout_difference(const ProgramLayout& saved, const ProgramLayout& now,
                               LayoutCheck check) {
-  if (check == LayoutCheck::kNone) {
-    return {};
+  if (check == LayoutCheck::kNone || check == LayoutCheck::kRelocate) {
+    return {};  // kRelocate: the relocation plan (relocation.cpp) says what cannot be mapped
   }
   std::string out;
   // The main executable is compared with the main executable, never with a library that happens
@@ -243,8 +256,9 @@ std::string layout_difference(const ProgramLayout& saved, const ProgramLayout& n
   }
   if (!out.empty()) {
     out +=
-        "restore in the same binary with ASLR disabled: call reheap::reexec_without_aslr(argc, "
-        "argv) first thing in main (aslr.h), or run under `setarch -R`";
+        "restore with LayoutCheck::kRelocate (the default), or in the same binary with ASLR "
+        "disabled: call reheap::reexec_without_aslr(argc, argv) first thing in main (aslr.h), or "
+        "run under `setarch -R`";
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include "../os.h"
 #include "../zone_impl.h"
 #include "format.h"
+#include "relocation.h"
 #include "state_check.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
@@ -120,8 +121,19 @@ bool listed(const std::vector<SnapshotChunk>& chunks, std::uint32_t index) {
                             [](const SnapshotChunk& a, const SnapshotChunk& b) { return a.index < b.index; });
 }
 
+// The relocation of a file's pages into this process's layout (LayoutCheck::kRelocate), or the
+// stricter checks, which relocate nothing. Throws kLayoutMismatch for what cannot be mapped.
+Relocation relocation_for(const SnapshotHeader& h, const std::string& name, const RestoreOptions& options) {
+  if (options.layout == LayoutCheck::kRelocate) {
+    return Relocation::plan(h, current_program_layout(), {.relink_libraries = options.relink_libraries}, name);
+  }
+  const std::string difference = layout_difference(h.layout, current_program_layout(), options.layout);
+  if (!difference.empty()) fail(SnapshotErrc::kLayoutMismatch, name, difference);
+  return Relocation();
+}
+
 // Applies one file of the chain to the taken chunks. `final` is the chain's last header.
-void apply(SnapshotReader& reader, const SnapshotHeader& final) {
+void apply(SnapshotReader& reader, const SnapshotHeader& final, const Relocation& relocation) {
   const SnapshotHeader& h = reader.header();
   for (const SnapshotChunk& c : h.chunks) {
     if (c.fresh && listed(final.chunks, c.index)) {
@@ -142,6 +154,7 @@ void apply(SnapshotReader& reader, const SnapshotHeader& final) {
     }
     detail::os::populate(run.address, bytes);
     reader.read_data(reinterpret_cast<void*>(run.address));
+    if (!relocation.empty()) relocation.apply(run.address, bytes);
   }
 }
 
@@ -160,8 +173,7 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
          "an increment cannot be restored from a stream (its parents are files): restore the file");
   }
   check_geometry(final, name);
-  const std::string difference = layout_difference(final.layout, current_program_layout(), options.layout);
-  if (!difference.empty()) fail(SnapshotErrc::kLayoutMismatch, name, difference);
+  const Relocation final_relocation = relocation_for(final, name, options);
   if (final.committed_bytes > options.limit_bytes) {
     fail(SnapshotErrc::kOverLimit, name,
          "the heap holds " + std::to_string(final.committed_bytes) + " bytes, more than the limit of " +
@@ -214,12 +226,12 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
       fail(SnapshotErrc::kBrokenChain, reader.name(), "changed while the chain was being restored");
     }
     previous_id = h.id;
-    apply(reader, final);
+    apply(reader, final, relocation_for(h, reader.name(), options));
   }
   if (files.size() > 1 && final.parent_id != previous_id) {
     fail(SnapshotErrc::kBrokenChain, name, "its parent changed while the chain was being restored");
   }
-  apply(*last_reader, final);
+  apply(*last_reader, final, final_relocation);
   const std::size_t committed = check_restored_state(final, name);
   if (committed > options.limit_bytes) {
     fail(SnapshotErrc::kOverLimit, name,

@@ -19,6 +19,8 @@
 #include "../heap_fast.h"
 #include "../zone_impl.h"
 #include "file_io.h"
+#include "program_scan.h"
+#include "relocation.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
@@ -276,6 +278,12 @@ SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std
     UnpoisonedFreeBlocks unpoisoned(heap);
     Plan plan = plan_runs(std::move(segments));
     header.pages = plan.counts;
+    ProgramScan scan(header.layout);
+    for (const PlannedRun& r : plan.runs) {
+      if (!r.zero) scan.scan(r.address, std::size_t{r.pages} * kPageSize);
+    }
+    header.program_refs = scan.refs();
+    header.has_program_refs = true;
     SnapshotWriter writer(sink, header);
     for (const PlannedRun& r : plan.runs) {
       if (r.zero) {
@@ -424,6 +432,17 @@ void Snapshotter::attach(const std::filesystem::path& file) {
   info.generation = header.generation;
   const std::filesystem::path absolute = std::filesystem::absolute(file);
   s.saved(info, absolute);
+  // A heap whose pointers into the program were relocated at restore holds other bytes than
+  // `file`: an increment on it would leave the file's old values in every page it does not hold.
+  try {
+    if (!Relocation::plan(header, current_program_layout(), {}, file.string()).empty()) {
+      s.broken = "the heap was relocated to this program's layout when restored, so its pages differ from " +
+                 file.string();
+    }
+  } catch (const SnapshotError& e) {
+    s.broken = std::string("the heap's pointers into the program could not be checked against ") + file.string() +
+               ": " + e.what();
+  }
   // The next increment continues the chain `file` closes, so it must replace none of its files.
   // A chain that cannot be followed (a parent missing or replaced) cannot be restored whatever is
   // written next; then only `file` itself is known.

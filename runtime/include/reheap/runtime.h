@@ -77,7 +77,7 @@ struct RuntimeStats {
 struct ReactorRestoreOptions {
   int worker = kAnyWorker;
   SpawnOptions spawn;  // mailbox, policy, supervisor, name of the restored reactor
-  LayoutCheck layout = LayoutCheck::kStrict;
+  LayoutCheck layout = LayoutCheck::kRelocate;
 };
 
 namespace detail {

@@ -1,0 +1,108 @@
+// ProgramScan: the save-time half of relocation (see program_scan.h and program_refs.h).
+#include "program_scan.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "elf_symbols.h"
+
+namespace reheap::detail::snapshot {
+namespace {
+
+constexpr std::size_t kMaxLiteral = 4096;
+
+// The bytes of a NUL-terminated string at `address`, read within [address, limit), or "" when
+// no NUL comes first. The read is of the program's own read-only data, but under ASan a value
+// may land in a global's redzone, which must not be reported: this is a raw read.
+__attribute__((no_sanitize("address"))) std::string literal_at(std::uintptr_t address, std::uintptr_t limit) {
+  const auto* p = reinterpret_cast<const volatile char*>(address);
+  const std::size_t most = std::min<std::size_t>(kMaxLiteral, limit - address);
+  std::string out;
+  for (std::size_t i = 0; i < most; ++i) {
+    const char c = p[i];
+    out.push_back(c);
+    if (c == '\0') return out;
+  }
+  return {};
+}
+
+}  // namespace
+
+ProgramScan::ProgramScan(const ProgramLayout& layout) : layout_(layout) {
+  for (std::uint32_t i = 0; i < layout.size(); ++i) {
+    for (const ImageSegment& s : layout[i].segments) {
+      segments_.push_back({s.begin, s.end, i, s.writable, s.executable});
+    }
+  }
+  std::sort(segments_.begin(), segments_.end(),
+            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
+  if (!segments_.empty()) {
+    low_ = segments_.front().begin;
+    std::uintptr_t high = 0;
+    for (const Segment& s : segments_) high = std::max(high, s.end);
+    span_ = high - low_;
+  }
+}
+
+const ProgramScan::Segment* ProgramScan::segment_of(std::uint64_t value) const {
+  auto it = std::upper_bound(segments_.begin(), segments_.end(), value,
+                             [](std::uint64_t v, const Segment& s) { return v < s.begin; });
+  if (it == segments_.begin()) return nullptr;
+  --it;
+  return value < it->end ? &*it : nullptr;
+}
+
+void ProgramScan::scan(std::uintptr_t begin, std::size_t bytes) {
+  const auto* words = reinterpret_cast<const std::uint64_t*>(begin);
+  const std::size_t n = bytes / sizeof(std::uint64_t);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t v = words[i];
+    if (v - low_ >= span_) [[likely]] continue;
+    if (segment_of(v) != nullptr) ++counts_[v];
+  }
+}
+
+std::vector<ProgramRef> ProgramScan::refs() const {
+  std::vector<ProgramRef> out;
+  out.reserve(counts_.size());
+  for (const auto& [value, count] : counts_) {
+    const Segment& segment = *segment_of(value);
+    const LoadedObject& object = layout_[segment.object];
+    ProgramRef r;
+    r.value = value;
+    r.object = segment.object;
+    r.words = count;
+    std::string why;
+    const std::shared_ptr<const SymbolTable> table = SymbolTable::of(object, &why);
+    const ElfSymbol* inside = nullptr;
+    const ElfSymbol* symbol = table != nullptr ? table->resolve(value - object.base, &inside) : nullptr;
+    if (symbol != nullptr) {
+      r.kind = ProgramRefKind::kSymbol;
+      r.symbol = std::string(symbol->name);
+      r.file = std::string(symbol->file);
+      r.function = symbol->function;
+      r.size = symbol->size;
+      r.offset = value - object.base - symbol->address;
+    } else if (!segment.writable && !segment.executable &&
+               !(r.bytes = literal_at(value, segment.end)).empty()) {
+      r.kind = ProgramRefKind::kString;
+    } else {
+      r.kind = ProgramRefKind::kUnresolved;
+      if (inside != nullptr) {
+        r.symbol = "inside the function " + demangle(inside->name) + " (+" +
+                   std::to_string(value - object.base - inside->address) + ")";
+      } else if (table == nullptr) {
+        r.symbol = why;
+      } else {
+        r.symbol = std::string("no symbol covers it (in a ") +
+                   (segment.executable ? "code" : segment.writable ? "writable data" : "read-only data") +
+                   " segment)";
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const ProgramRef& a, const ProgramRef& b) { return a.value < b.value; });
+  return out;
+}
+
+}  // namespace reheap::detail::snapshot

@@ -1,0 +1,46 @@
+// Finding the words of a heap that point into the program, at save time (program_refs.h).
+//
+// The scan is one pass over the pages a snapshot writes, one compare per word in the common case:
+// a value below the lowest loaded segment or above the highest (heap pointers, small integers,
+// most hashes) is rejected at once; the rest are looked up among the segments and counted per
+// distinct value. Resolving a value to a symbol happens once per distinct value, at the end.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "reheap/program_layout.h"
+#include "reheap/program_refs.h"
+
+namespace reheap::detail::snapshot {
+
+class ProgramScan {
+ public:
+  explicit ProgramScan(const ProgramLayout& layout);
+
+  // Scans [begin, begin + bytes), 8-byte aligned.
+  void scan(std::uintptr_t begin, std::size_t bytes);
+
+  // The distinct values found, resolved, ascending by value.
+  std::vector<ProgramRef> refs() const;
+
+ private:
+  struct Segment {
+    std::uintptr_t begin = 0;
+    std::uintptr_t end = 0;
+    std::uint32_t object = 0;
+    bool writable = false;
+    bool executable = false;
+  };
+  const Segment* segment_of(std::uint64_t value) const;
+
+  const ProgramLayout& layout_;
+  std::vector<Segment> segments_;  // ascending
+  std::uint64_t low_ = 1;          // [low_, low_ + span_) covers every segment
+  std::uint64_t span_ = 0;
+  std::unordered_map<std::uint64_t, std::uint64_t> counts_;
+};
+
+}  // namespace reheap::detail::snapshot
