@@ -18,6 +18,7 @@
 
 #include "../heap_fast.h"
 #include "../zone_impl.h"
+#include "checked_conversion.h"
 #include "file_io.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
@@ -424,6 +425,7 @@ void Snapshotter::attach(const std::filesystem::path& file) {
   info.generation = header.generation;
   const std::filesystem::path absolute = std::filesystem::absolute(file);
   s.saved(info, absolute);
+  s.broken = conversion_obstacle(header);  // a converted heap is not what `file` holds
   // The next increment continues the chain `file` closes, so it must replace none of its files.
   // A chain that cannot be followed (a parent missing or replaced) cannot be restored whatever is
   // written next; then only `file` itself is known.
