@@ -138,6 +138,11 @@ void mark_class_allocated(void* p) noexcept {
   *s.word &= ~s.mask;
 }
 
+void mark_class_free(void* p) noexcept {
+  ShadowBit s = shadow_bit(p);
+  *s.word |= s.mask;
+}
+
 REHEAP_SLOW_PATH void check_class_free(HeapState* h, void* p, unsigned cls) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   const std::size_t size = kClassSize[cls];

@@ -143,6 +143,9 @@ void* carve_block(HeapState* h, unsigned cls) noexcept;
 void double_free_at_head(HeapState* h, void* p) noexcept;
 void check_class_free(HeapState* h, void* p, unsigned cls) noexcept;
 void mark_class_allocated(void* p) noexcept;
+// Sets the shadow bit of a block on a free list: restore's rebuilding of a checked heap's shadow
+// from a release snapshot (snapshot/checked_conversion.cpp); frees set it in check_class_free.
+void mark_class_free(void* p) noexcept;
 void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept;
 void free_pages(HeapState* h, void* p) noexcept;
 std::size_t page_block_size(const HeapState* h, const void* p) noexcept;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cases.h"
+#include "conversion_fixture.h"
 #include "reheap/aslr.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
@@ -123,6 +124,17 @@ int save_helper(int argc, char** argv) {
   return 0;
 }
 
+int save_fixture(int argc, char** argv) {
+  const std::string mode = "save-conversion-fixture";
+  if (argc != 3) return fail(mode, "usage: <file>");
+  try {
+    save_conversion_fixture(argv[2]);
+  } catch (const SnapshotError& e) {
+    return fail(mode, std::string("save failed with ") + to_string(e.code()) + ": " + e.what());
+  }
+  return 0;
+}
+
 [[noreturn]] void save_loop(int argc, char** argv) {
   const std::string mode = "save-loop";
   if (argc != 3) std::_Exit(fail(mode, "usage: <file>"));
@@ -184,6 +196,7 @@ int run_helper_mode(int argc, char** argv) {
     if (mode == "--restore-helper") return restore_helper(argc, argv);
     if (mode == "--save-helper") return save_helper(argc, argv);
     if (mode == "--save-loop") save_loop(argc, argv);
+    if (mode == "--save-conversion-fixture") return save_fixture(argc, argv);
     if (mode == "--aslr-report") {
       std::printf("aslr_off=%d disabled=%d marker=%d why=%s\n", layout_stable() ? 1 : 0,
                   reheap::aslr_disabled() ? 1 : 0, std::getenv("REHEAP_ASLR_REEXEC") != nullptr ? 1 : 0,

@@ -12,6 +12,9 @@
 //       restores <file> if it exists (checking it), else builds the "map" case; then, forever,
 //       mutates and saves it to <file>, printing "ready" after the first save. The crash test
 //       kills it with SIGKILL.
+//   --save-conversion-fixture <file>
+//       builds the conversion fixture's heap and saves it (conversion_fixture.h; run by the
+//       release and the asan build to regenerate tests/snapshot/fixtures, see its README).
 //   --aslr-report
 //       prints what main() found: "aslr_off=<0|1> disabled=<0|1> marker=<0|1> why=<text>".
 #pragma once

@@ -53,6 +53,12 @@ std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& l
       mismatch = "belongs to another heap or zone";
     } else if (parent.generation + 1 != child.generation) {
       mismatch = "has the wrong generation";
+    } else if (parent.checked_build != child.checked_build) {
+      // A Snapshotter never writes such a chain (its first save after a converted restore is
+      // full), and restore converts a heap once, from the files of one build (checked_conversion.h).
+      mismatch = child.checked_build
+                     ? "was saved by a build without REHEAP_CHECKS, it by one with (a chain is one build's)"
+                     : "was saved by a build with REHEAP_CHECKS, it by one without (a chain is one build's)";
     }
     if (mismatch != nullptr) {
       fail(SnapshotErrc::kBrokenChain, child_file.string(), "its parent " + parent_file.string() + " " + mismatch);

@@ -11,6 +11,7 @@
 #include "../heap_fast.h"
 #include "../os.h"
 #include "../zone_impl.h"
+#include "checked_conversion.h"
 #include "format.h"
 #include "relocation.h"
 #include "state_check.h"
@@ -83,12 +84,6 @@ void check_geometry(const SnapshotHeader& h, const std::string& name) {
     fail(SnapshotErrc::kZoneMismatch, name,
          "saved with " + std::to_string(h.page_size) + "-byte pages and " + std::to_string(h.chunk_size) +
              "-byte chunks; this build uses " + std::to_string(kPageSize) + " and " + std::to_string(kChunkSize));
-  }
-  if (h.checked_build != detail::kChecks) {
-    fail(SnapshotErrc::kZoneMismatch, name,
-         std::string("saved by a build ") + (h.checked_build ? "with" : "without") +
-             " REHEAP_CHECKS, restored by one " + (detail::kChecks ? "with" : "without") +
-             " (the checked build keeps extra allocator state): restore with the same build");
   }
 }
 
@@ -222,7 +217,7 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
   for (std::size_t i = 0; i + 1 < files.size(); ++i) {
     SnapshotReader reader(files[i]);
     const SnapshotHeader& h = reader.header();
-    if (h.parent_id != previous_id || h.heap_id != final.heap_id) {
+    if (h.parent_id != previous_id || h.heap_id != final.heap_id || h.checked_build != final.checked_build) {
       fail(SnapshotErrc::kBrokenChain, reader.name(), "changed while the chain was being restored");
     }
     previous_id = h.id;
@@ -240,6 +235,7 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
   }
 
   HeapState* h = detail::heap_at(detail::ZoneImpl::chunk_address(detail::first_chunk_of(final.heap_id)));
+  convert_build_flavour(final, h);  // after the check: it follows the free lists
   detail::poison_free_blocks(h);
   detail::zone().heap_created();
   taken.keep();

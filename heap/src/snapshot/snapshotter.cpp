@@ -18,6 +18,7 @@
 
 #include "../heap_fast.h"
 #include "../zone_impl.h"
+#include "checked_conversion.h"
 #include "file_io.h"
 #include "program_scan.h"
 #include "relocation.h"
@@ -432,10 +433,12 @@ void Snapshotter::attach(const std::filesystem::path& file) {
   info.generation = header.generation;
   const std::filesystem::path absolute = std::filesystem::absolute(file);
   s.saved(info, absolute);
-  // A heap whose pointers into the program were relocated at restore holds other bytes than
-  // `file`: an increment on it would leave the file's old values in every page it does not hold.
+  // A heap converted between builds, or whose pointers into the program were relocated at
+  // restore, holds other bytes than `file`: an increment on it would leave the file's old values
+  // in every page it does not hold.
+  s.broken = conversion_obstacle(header);
   try {
-    if (!Relocation::plan(header, current_program_layout(), {}, file.string()).empty()) {
+    if (s.broken.empty() && !Relocation::plan(header, current_program_layout(), {}, file.string()).empty()) {
       s.broken = "the heap was relocated to this program's layout when restored, so its pages differ from " +
                  file.string();
     }

@@ -297,8 +297,10 @@ class StateCheck {
     if (offset % size != 0 || offset + size > kLaneSize || !carved) {
       bad(what + ": free block " + hex(a) + " is not a carved block");
     }
-    if constexpr (kChecks) {
-      // The checked build's shadow lane marks free blocks (class_lanes.cpp).
+    if (kChecks && h_.checked_build) {
+      // The checked build's shadow lane marks free blocks (class_lanes.cpp). A release build's
+      // file has no shadow: restore builds one from these lists once they have passed this check
+      // (checked_conversion.h).
       const std::uintptr_t group_base = align_down(a, kGroupSize);
       const std::size_t bit = cls * (kLaneSize / 8) + (offset >> 3);
       const auto* words = reinterpret_cast<const std::uint64_t*>(group_base + kShadowLane * kLaneSize);
