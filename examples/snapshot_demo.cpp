@@ -4,8 +4,8 @@
 //   snapshot_demo save DIR      build the world, write DIR/world.full and DIR/world.inc1
 //   snapshot_demo restore DIR   restore DIR/world.inc1 (and its parent), use the world, print it
 //
-// Both runs call reexec_without_aslr first, so that the vtables and function pointers inside the
-// heap point to the same code in both processes.
+// ASLR stays on: the second run loads the program elsewhere, and restore relocates the vtables,
+// std::function managers and string literals the heap points to (reheap/program_refs.h).
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "reheap/aslr.h"
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
@@ -93,11 +92,6 @@ int restore(const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string why;
-  if (!reheap::reexec_without_aslr(argc, argv, &why)) {
-    std::fprintf(stderr, "snapshot_demo: cannot turn ASLR off (%s); restore will refuse the layout\n",
-                 why.c_str());
-  }
   if (argc != 3 || (std::strcmp(argv[1], "save") != 0 && std::strcmp(argv[1], "restore") != 0)) {
     std::fprintf(stderr, "usage: snapshot_demo save|restore DIR\n");
     return 2;

@@ -154,7 +154,8 @@ class Runtime {
   SnapshotInfo snapshot(ActorRef ref, const std::filesystem::path& file);
   SnapshotInfo snapshot_increment(ActorRef ref, const std::filesystem::path& file);
 
-  // Restores a reactor saved with snapshot(), here or in another process of the same program,
+  // Restores a reactor saved with snapshot(), here or in another process, of this program or of
+  // another build of it (pointers into the program are relocated, see reheap/program_refs.h),
   // under its old ActorRef, and starts it: on_restored runs before any message. Throws
   // SnapshotError for a bad file, std::runtime_error if the ActorRef is in use.
   ActorRef restore(const std::filesystem::path& file, const ReactorRestoreOptions& options = {});
