@@ -27,14 +27,16 @@
 // Runtime::snapshot_increment, and with kRestart's choice of the newest file: an increment
 // requested after any full save of the target (blocking or not) builds on it.
 //
-// Every request is answered exactly once while the requester lives (an answer to a requester that
-// is gone is a dead letter, counted in RuntimeStats::dead_letters; nothing else is kept):
+// Every request is answered exactly once. An answer nobody can receive (the requester has stopped,
+// its bounded kReject mailbox is full, or the shutdown is stopping every reactor) is a dead letter,
+// counted in RuntimeStats::dead_letters; nothing of it is kept. The statuses:
 //   kSaved           the file holds the target's heap; the SnapshotInfo fields say what was written
 //   kSnapshotError   the save failed: `error_code` is the SnapshotErrc (kIo for a bad path, kNoSpace
 //                    for a full disk, kMisuse for an increment over a file of its own chain, ...),
 //                    `error` the message; the previous file of that name is intact
 //   kNoSuchReactor   the target named no live reactor when the request was made
-//   kTargetStopped   the target stopped (or failed under kStop) before it reached the request
+//   kTargetStopped   the target stopped (or failed under kStop) before it reached the request (one
+//                    restarted in place under kRestart keeps its mailbox: the request runs on it)
 //   kShuttingDown    the runtime refused the request: it is shutting down
 //   kFailed          anything else (the message allocator or memory exhausted): `error` says what
 // Concurrent requests for one target, from one requester or several, run one after the other in
