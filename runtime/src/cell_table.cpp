@@ -4,6 +4,7 @@
 
 #include "cell.h"
 #include "reheap/heap_scope.h"
+#include "snapshot_request.h"
 
 namespace reheap::detail {
 
@@ -31,6 +32,7 @@ std::uint64_t CellTable::drain(Cell* c) noexcept {
   std::uint64_t n = 0;
   while (Envelope* e = c->mailbox.pop()) {
     c->mailbox.uncount(e);
+    abandon_if_snapshot_request(*e);  // still owes its requester an answer
     free_envelope(e);
     ++n;
   }

@@ -13,7 +13,8 @@
 namespace reheap::detail {
 
 // System messages: the runtime's own requests, ordered with the user's in the mailbox.
-enum class SystemMessage : std::uint64_t { kStop = 1 };
+// kSnapshot carries a SnapshotRequest (snapshot_request.h) as its payload.
+enum class SystemMessage : std::uint64_t { kStop = 1, kSnapshot = 2 };
 
 struct Envelope {
   Envelope* next;            // the mailbox's link (see mailbox.h)

@@ -8,6 +8,7 @@
 #include "reactor_access.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
+#include "snapshot_request.h"
 #include "tcp.h"
 #include "timer_service.h"
 #include "worker.h"
@@ -76,6 +77,14 @@ void Reactor::stop() {
     c->state = detail::CellState::kStopping;
     c->graceful_stop = true;
   }
+}
+
+SnapshotRequestId Reactor::request_snapshot(ActorRef target, const std::filesystem::path& file,
+                                            SnapshotKind kind) {
+  Cell* c = require_current("request_snapshot");
+  const SnapshotRequestId id = next_snapshot_request_++;
+  detail::send_snapshot_request(c, id, target, file, kind);
+  return id;
 }
 
 TimerId Reactor::start_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period) {

@@ -101,6 +101,10 @@ class RuntimeImpl {
 };
 
 SendResult send_system(RuntimeImpl& rt, ActorRef to, SystemMessage what) noexcept;
+// The runtime's own message in a reactor's name (a SnapshotDone in its target's), from any thread;
+// refused once the shutdown stops the reactors, like their own sends. Counts in nobody's stats.
+SendResult send_as(RuntimeImpl& rt, ActorRef sender, ActorRef to, Envelope* e,
+                   SendResult encode_result) noexcept;
 
 // The runtime a cell belongs to, via its worker.
 inline RuntimeImpl& runtime_of(Cell* c) noexcept {

@@ -8,14 +8,17 @@
 namespace reheap::detail {
 namespace {
 
-SendResult deliver(RuntimeImpl& rt, Cell* from, ActorRef to, Envelope* e) noexcept {
+// `from`: the sending reactor's cell, for its statistics, or null; `sender`: the name the message
+// goes out under.
+SendResult deliver(RuntimeImpl& rt, Cell* from, std::uint64_t sender, ActorRef to,
+                   Envelope* e) noexcept {
   Cell* target = rt.cells.find(to);
   if (target == nullptr) [[unlikely]] {
     free_envelope(e);
     return SendResult::kNoSuchReactor;
   }
   e->receiver = to.value();
-  e->sender = from != nullptr ? from->id.load(std::memory_order_relaxed) : 0;
+  e->sender = sender;
   e->counted = 0;
   if (const std::uint32_t capacity = target->capacity.load(std::memory_order_relaxed);
       capacity != 0) [[unlikely]] {
@@ -50,7 +53,17 @@ SendResult send_envelope(Cell* from, ActorRef to, Envelope* e, SendResult encode
     free_envelope(e);
     return SendResult::kShuttingDown;
   }
-  return deliver(rt, from, to, e);
+  return deliver(rt, from, from->id.load(std::memory_order_relaxed), to, e);
+}
+
+SendResult send_as(RuntimeImpl& rt, ActorRef sender, ActorRef to, Envelope* e,
+                   SendResult encode_result) noexcept {
+  if (e == nullptr) return encode_result;
+  if (rt.stopping_all.load(std::memory_order_relaxed)) [[unlikely]] {
+    free_envelope(e);
+    return SendResult::kShuttingDown;
+  }
+  return deliver(rt, nullptr, sender.value(), to, e);
 }
 
 SendResult send_outside(RuntimeImpl* rt, ActorRef to, Envelope* e,
@@ -60,13 +73,13 @@ SendResult send_outside(RuntimeImpl* rt, ActorRef to, Envelope* e,
     free_envelope(e);
     return SendResult::kShuttingDown;
   }
-  return deliver(*rt, nullptr, to, e);
+  return deliver(*rt, nullptr, 0, to, e);
 }
 
 SendResult send_system(RuntimeImpl& rt, ActorRef to, SystemMessage what) noexcept {
   Envelope* e = make_system_envelope(what);
   if (e == nullptr) return SendResult::kNoMemory;
-  return deliver(rt, nullptr, to, e);
+  return deliver(rt, nullptr, 0, to, e);
 }
 
 }  // namespace reheap::detail

@@ -17,6 +17,7 @@
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
 #include "reactor_snapshot.h"
+#include "snapshot_request.h"
 #include "supervisor.h"
 #include "timer_service.h"
 #include "tcp.h"
@@ -331,10 +332,13 @@ void Worker::run_messages(Cell* c) {
     }
     if (e->receiver != c->id.load(std::memory_order_relaxed)) {
       rt.dead_letters.fetch_add(1, std::memory_order_relaxed);
+      abandon_if_snapshot_request(*e);
     } else if (e->encoding == Encoding::kSystem) {
       if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kStop)) {
         c->state = CellState::kStopping;
         c->graceful_stop = true;
+      } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kSnapshot)) {
+        run_snapshot_request(c, *e);  // between two events: no hook is running
       }
     } else {
       c->stats.messages_in++;
@@ -427,9 +431,11 @@ void Worker::teardown(Cell* c) {
     c->restart_times.clear();
     c->options = SpawnOptions{};
   }
-  // What waits in the mailbox now is dead: nobody will handle it.
+  // What waits in the mailbox now is dead: nobody will handle it. A snapshot request is still
+  // answered (an answer to this reactor itself lands in this mailbox and is dropped here too).
   while (Envelope* e = c->mailbox.pop()) {
     c->mailbox.uncount(e);
+    abandon_if_snapshot_request(*e);
     free_envelope(e);
     runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
     count_consumed();

@@ -37,6 +37,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <system_error>
@@ -44,6 +45,7 @@
 
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
+#include "reheap/snapshot_request.h"
 
 namespace reheap {
 
@@ -100,6 +102,13 @@ class Reactor {
 
   // Stops this reactor after the current hook returns (on_stop is called first).
   void stop();
+
+  // Asks for a snapshot of `target` (self() included) to `file`, full or an increment on the
+  // target's chain, and returns at once; the answer arrives later in this reactor's mailbox as a
+  // SnapshotDone message carrying the returned id (see snapshot_request.h for the ordering, the
+  // cost, and every outcome). Never throws for a bad target or file: those are answers too.
+  SnapshotRequestId request_snapshot(ActorRef target, const std::filesystem::path& file,
+                                     SnapshotKind kind = SnapshotKind::kFull);
 
   // Fires on_timer(id) after `delay`, then every `period` if it is not zero.
   TimerId start_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period = {});
@@ -173,6 +182,7 @@ class Reactor {
   std::vector<Handler> handlers_;
   TimerId next_timer_ = 1;
   SocketId next_socket_ = 1;
+  SnapshotRequestId next_snapshot_request_ = 1;
   // Written by the runtime just before a snapshot, read back after a restore.
   struct SavedTimer {
     TimerId id;

@@ -44,6 +44,7 @@
 #include "reheap/reactor.h"
 #include "reheap/reactor_stats.h"
 #include "reheap/snapshot.h"
+#include "reheap/snapshot_request.h"
 #include "reheap/spawn_options.h"
 #include "reheap/supervision.h"
 
@@ -151,6 +152,8 @@ class Runtime {
 
   // Saves the reactor's heap to `file` between two of its events, without stopping other
   // reactors (crash-safe, see snapshot.h). Blocking. The restart policy uses the newest file.
+  // Reactors use Reactor::request_snapshot instead, which does not block (snapshot_request.h);
+  // both build on one chain per reactor.
   SnapshotInfo snapshot(ActorRef ref, const std::filesystem::path& file);
   SnapshotInfo snapshot_increment(ActorRef ref, const std::filesystem::path& file);
 
