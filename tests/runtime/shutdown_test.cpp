@@ -1,13 +1,16 @@
 // Shutdown: with messages in flight the destructor returns within the drain timeout, every
 // reactor that started gets on_stop (and its sends there are refused), a finite exchange is
 // drained before the stops, and afterwards the runtime refuses sends, spawns and restores.
-// Leaks of anything left in flight show up under ASan's leak check.
+// Leaks of anything left in flight show up under ASan's leak check. An idle runtime, listeners
+// open, shuts down in milliseconds.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "reheap/runtime.h"
@@ -70,6 +73,38 @@ std::vector<ActorRef> spawn_ring(Runtime& rt, Counts& counts, std::size_t member
     EXPECT_EQ(rt.send(ring[i], NextIs{ring[(i + 1) % members]}), SendResult::kOk);
   }
   return ring;
+}
+
+// Listens on port 0 and does nothing else, like a server with no connection open.
+class IdleListener : public Reactor {
+ public:
+  explicit IdleListener(Probe* port) : port_(port) {}
+  void on_start() override { port_->done(local_port(listen("127.0.0.1", 0, true))); }
+
+ private:
+  Probe* port_;
+};
+
+// Nothing is in flight and nothing runs: shutdown has only to close the listeners, stop the
+// reactors and join the workers, which takes milliseconds; 300 ms leaves room for a loaded
+// machine and the sanitizers, and is far below any timeout shutdown has (the drain's 5 s).
+TEST(Shutdown, AnIdleRuntimeWithListenersShutsDownInMilliseconds) {
+  for (int workers : {1, 2}) {
+    Runtime rt(RuntimeConfig{.workers = workers});
+    std::vector<std::unique_ptr<Probe>> ports;
+    for (int w = 0; w < workers; ++w) {
+      ports.push_back(std::make_unique<Probe>());
+      SpawnOptions options;
+      options.worker = w;
+      rt.spawn<IdleListener>(options, ports.back().get());
+    }
+    for (auto& port : ports) ASSERT_TRUE(port->wait_for(1));
+    std::this_thread::sleep_for(100ms);  // every worker asleep in its loop
+    const auto start = Clock::now();
+    rt.shutdown();
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    EXPECT_LT(took, 300ms) << workers << " workers";
+  }
 }
 
 TEST(Shutdown, TheDestructorReturnsWithinTheDrainTimeoutWhileReactorsKeepMessagingAndAllGetOnStop) {

@@ -1,13 +1,19 @@
 // TCP on 127.0.0.1: listening on port 0, accepting, connecting, echoing small and large writes,
-// closing (on_closed on both sides), connection errors and listen errors.
+// closing (on_closed on both sides), connection errors and listen errors, and write() of text
+// sending exactly its characters for every kind of argument.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/time.h>
+
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -182,6 +188,63 @@ class BadListener : public Reactor {
   Log<std::string>* log_;
   std::uint16_t busy_;
 };
+
+// On each connection, writes one argument of every kind write() takes, then closes.
+class TextWriter : public Reactor {
+ public:
+  explicit TextWriter(Probe* port) : port_(port) {}
+  void on_start() override { port_->done(local_port(listen("127.0.0.1", 0))); }
+  void on_accept(SocketId, SocketId c) override {
+    write(c, "OK\n");                                   // a literal: not its NUL
+    const char* pointer = "ptr|";
+    write(c, pointer);                                  // up to the NUL
+    const std::string text = "str|";
+    write(c, text);
+    write(c, std::string("tmp|"));                      // an rvalue std::string
+    write(c, std::string_view("view|"));
+    write(c, std::vector<char>{'v', 'e', 'c', '|'});     // bytes
+    write(c, std::array<char, 4>{'a', 'r', 'r', '|'});
+    write(c, std::span<const char>("span|", 5));
+    char buffer[16] = "buf|";                           // a char array: up to its first NUL
+    write(c, buffer);
+    write(c, std::string("a\0b|", 4));                  // a std::string's size, NUL and all
+    write(c, std::span("z"));                           // a span keeps every byte: "z\0"
+    close(c);
+  }
+
+ private:
+  Probe* port_;
+};
+
+// Connects with a plain socket and reads until the peer closes.
+std::string read_all_from(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  const timeval timeout{5, 0};  // a hang fails the test instead of stopping the suite
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string received;
+  char chunk[256];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) received.append(chunk, static_cast<std::size_t>(n));
+  ::close(fd);
+  return received;
+}
+
+TEST(Tcp, WriteSendsExactlyTheCharactersOfTextAndEveryByteOfASpan) {
+  Probe port;
+  Runtime rt(RuntimeConfig{.workers = 1});
+  rt.spawn<TextWriter>(&port);
+  ASSERT_TRUE(port.wait_for(1));
+  const std::string received = read_all_from(static_cast<std::uint16_t>(port.value()));
+  const std::string expected = "OK\nptr|str|tmp|view|vec|arr|span|buf|" +
+                               std::string("a\0b|", 4) + std::string("z\0", 2);
+  EXPECT_EQ(received, expected);
+  EXPECT_EQ(rt.stats().failures, 0u);
+}
 
 TEST(Tcp, ListeningOnABadAddressThrowsSystemErrorAndTheReactorCarriesOn) {
   // A port in use by the test itself.

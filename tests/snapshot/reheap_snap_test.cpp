@@ -1,7 +1,8 @@
 // reheap-snap: the command-line tool, run as a separate process on snapshots these tests write.
-// Each test states one promise of the tool: info reports the header's counts, verify accepts a
-// good file and rejects (exit 1) a flipped bit or a truncation, diff finds exactly the pages that
-// were changed, compact of a chain restores to the latest state, and --json is valid JSON.
+// Each test states one promise of the tool: info reports the header's counts and verifies the
+// whole file (or says it did not), verify accepts a good file and rejects (exit 1) a flipped bit
+// or a truncation, diff finds exactly the pages and bytes that were changed and the blocks they
+// lie in, compact of a chain restores to the latest state, and --json is valid JSON.
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -152,6 +153,62 @@ TEST_F(ReheapSnap, InfoReportsChunksAndPagesOfTheHeader) {
   EXPECT_NE(text.out.find("chain       1 file"), std::string::npos) << text.out;
 }
 
+// info reads the whole file by default: a file whose pages or trailer are bad is reported bad
+// (exit 1, the header still printed); --header-only says it did not look (exit 4).
+TEST_F(ReheapSnap, InfoVerifiesTheWholeFileOrSaysItDidNot) {
+  Heap& heap = make_heap();
+  fill(heap.allocate(512 * 1024), 512 * 1024, 19);
+  snapshotter_->save(path("good.snap"));
+  const auto size = fs::file_size(path("good.snap"));
+  fs::copy_file(path("good.snap"), path("flipped.snap"));
+  {
+    std::fstream file(path("flipped.snap"), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(size / 2));
+    const char c = static_cast<char>(file.get());
+    file.seekp(static_cast<std::streamoff>(size / 2));
+    file.put(static_cast<char>(c ^ 0x10));
+  }
+  fs::copy_file(path("good.snap"), path("short.snap"));
+  fs::resize_file(path("short.snap"), size - 8);  // the trailer's digest is cut
+
+  const ToolResult good = run_tool({"info", path("good.snap")});
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  EXPECT_NE(good.out.find("verified    ok"), std::string::npos) << good.out;
+
+  const ToolResult flipped = run_tool({"info", path("flipped.snap")});
+  EXPECT_EQ(flipped.exit_code, 1) << flipped.out << flipped.err;
+  EXPECT_NE(flipped.out.find("kind        full"), std::string::npos) << flipped.out;
+  EXPECT_NE(flipped.out.find("verified    bad: corrupt"), std::string::npos) << flipped.out;
+  EXPECT_NE(flipped.err.find("corrupt"), std::string::npos) << flipped.err;
+
+  const ToolResult truncated = run_tool({"info", "--json", path("short.snap")});
+  EXPECT_EQ(truncated.exit_code, 1) << truncated.out << truncated.err;
+  const Json t = parse_or_fail(truncated.out);
+  EXPECT_TRUE(t["verified"]["checked"].flag);
+  EXPECT_FALSE(t["verified"]["ok"].flag);
+  EXPECT_EQ(t["verified"]["error"].text, to_string(SnapshotErrc::kTruncated));
+
+  // Header only: exit 4 and "not verified", even for a bad file, in text and JSON.
+  for (const char* name : {"good.snap", "flipped.snap"}) {
+    const ToolResult quick = run_tool({"info", "--header-only", path(name)});
+    EXPECT_EQ(quick.exit_code, 4) << quick.out << quick.err;
+    EXPECT_NE(quick.err.find("not verified: "), std::string::npos) << quick.err;
+    EXPECT_NE(quick.out.find("verified    not verified"), std::string::npos) << quick.out;
+  }
+  const ToolResult quick_json = run_tool({"info", "--header-only", "--json", path("good.snap")});
+  EXPECT_EQ(quick_json.exit_code, 4);
+  const Json q = parse_or_fail(quick_json.out);
+  EXPECT_FALSE(q["verified"]["checked"].flag);
+  EXPECT_EQ(q["kind"].text, "full");
+  const ToolResult good_json = run_tool({"info", "--json", path("good.snap")});
+  EXPECT_EQ(good_json.exit_code, 0);
+  EXPECT_TRUE(parse_or_fail(good_json.out)["verified"]["ok"].flag);
+
+  EXPECT_EQ(run_tool({"verify", "--header-only", path("good.snap")}).exit_code, 2);
+  const ToolResult help = run_tool({"--help"});
+  EXPECT_NE(help.out.find("4  info --header-only"), std::string::npos) << help.out;
+}
+
 TEST_F(ReheapSnap, VerifyAcceptsAGoodFileAndRejectsAFlippedBitOrATruncation) {
   Heap& heap = make_heap();
   fill(heap.allocate(512 * 1024), 512 * 1024, 5);
@@ -249,6 +306,131 @@ TEST_F(ReheapSnap, DiffFindsExactlyTheChangedPagesAndBytes) {
   EXPECT_EQ(ranges[2]["end"].text, page(23));
   EXPECT_EQ(ranges[2]["pages"].number, 3u);
   for (const Json& range : ranges.items) EXPECT_EQ(range["kind"].text, "changed");
+}
+
+// Every span of differing bytes a diff lists, flattened from its ranges.
+std::vector<Json> diff_spans(const Json& diff) {
+  std::vector<Json> spans;
+  for (const Json& range : diff["ranges"].items) {
+    for (const Json& span : range["spans"].items) spans.push_back(span);
+  }
+  return spans;
+}
+
+// The span beginning at `address`, or a null Json (and a failure) if there is none.
+Json span_at(const std::vector<Json>& spans, std::uintptr_t address, const std::string& out) {
+  for (const Json& span : spans) {
+    if (span["begin"].text == address_hex(address)) return span;
+  }
+  ADD_FAILURE() << "no span at " << address_hex(address) << " in\n" << out;
+  return Json{};
+}
+
+// diff names the bytes that differ (address, offset in the page) and the block each lies in:
+// a class block (its address, class and offset), a page run, a huge block, the heap's own state,
+// and says "unattributed" for bytes no block covers. A span over two adjacent blocks is cut in
+// two.
+TEST_F(ReheapSnap, DiffAttributesChangedBytesToBlocks) {
+  Heap& heap = make_heap();
+  // Class 3 (48 B): 1365 blocks fill a 64 KiB lane, leaving 16 bytes of slack at its end.
+  std::vector<unsigned char*> small;
+  for (int i = 0; i < 1365; ++i) {
+    small.push_back(static_cast<unsigned char*>(heap.allocate(48)));
+    ASSERT_NE(small.back(), nullptr);
+    fill(small.back(), 48, 20);
+  }
+  const std::uintptr_t lane = reinterpret_cast<std::uintptr_t>(small[0]) & ~std::uintptr_t{0xFFFF};
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(small[1]), reinterpret_cast<std::uintptr_t>(small[0]) + 48);
+  auto* run = static_cast<unsigned char*>(heap.allocate(64 * 1024));     // a page run
+  auto* huge = static_cast<unsigned char*>(heap.allocate(3 << 20));      // a huge block
+  ASSERT_TRUE(run != nullptr && huge != nullptr);
+  fill(run, 64 * 1024, 21);
+  fill(huge, 3 << 20, 22);
+  save_untracked("a.snap");
+
+  small[7][20] ^= 0xFF;                            // 1 byte at +20 of a 48-byte block
+  small[1][46] ^= 1;                               // the last 2 bytes of block 1 ...
+  small[1][47] ^= 1;
+  small[2][0] ^= 1;                                // ... and the first of block 2: one span, cut
+  run[5000] ^= 0xFF;                               // +5000 in the page run
+  for (int i = 0; i < 4; ++i) huge[(1 << 20) + 3 + i] ^= 0xFF;  // 4 bytes at +1 MiB + 3
+  auto* slack = reinterpret_cast<unsigned char*>(lane + 65536 - 8);  // lane slack: no block
+  *slack = 0x5A;
+  heap.set_root(small[9]);                         // the heap's state changes
+  save_untracked("b.snap");
+
+  const ToolResult result = run_tool({"diff", "--json", path("a.snap"), path("b.snap")});
+  ASSERT_EQ(result.exit_code, 1) << result.out << result.err;
+  const Json json = parse_or_fail(result.out);
+  EXPECT_TRUE(json["spans"]["complete"].flag);
+  const std::vector<Json> spans = diff_spans(json);
+  const auto at = [&](const void* p) { return span_at(spans, reinterpret_cast<std::uintptr_t>(p), result.out); };
+
+  const Json one = at(small[7] + 20);
+  EXPECT_EQ(one["end"].text, address_hex(reinterpret_cast<std::uintptr_t>(small[7]) + 21));
+  EXPECT_EQ(one["bytes"].number, 1u);
+  EXPECT_EQ(one["page_offset"].number, (reinterpret_cast<std::uintptr_t>(small[7]) + 20) % kPageSize);
+  EXPECT_EQ(one["block"]["kind"].text, "class");
+  EXPECT_EQ(one["block"]["address"].text, address_hex(reinterpret_cast<std::uintptr_t>(small[7])));
+  EXPECT_EQ(one["block"]["class"].number, 3u);
+  EXPECT_EQ(one["block"]["size"].number, 48u);
+  EXPECT_EQ(one["block"]["offset"].number, 20u);
+
+  const Json tail = at(small[1] + 46);
+  EXPECT_EQ(tail["bytes"].number, 2u);
+  EXPECT_EQ(tail["block"]["address"].text, address_hex(reinterpret_cast<std::uintptr_t>(small[1])));
+  EXPECT_EQ(tail["block"]["offset"].number, 46u);
+  const Json head = at(small[2]);
+  EXPECT_EQ(head["bytes"].number, 1u);
+  EXPECT_EQ(head["block"]["address"].text, address_hex(reinterpret_cast<std::uintptr_t>(small[2])));
+  EXPECT_EQ(head["block"]["offset"].number, 0u);
+
+  const Json in_run = at(run + 5000);
+  EXPECT_EQ(in_run["block"]["kind"].text, "page-run");
+  EXPECT_EQ(in_run["block"]["address"].text, address_hex(reinterpret_cast<std::uintptr_t>(run)));
+  EXPECT_EQ(in_run["block"]["size"].number, 64u * 1024);
+  EXPECT_EQ(in_run["block"]["offset"].number, 5000u);
+  EXPECT_FALSE(in_run["block"]["free"].flag);
+
+  const Json in_huge = at(huge + (1 << 20) + 3);
+  EXPECT_EQ(in_huge["bytes"].number, 4u);
+  EXPECT_EQ(in_huge["block"]["kind"].text, "huge");
+  EXPECT_EQ(in_huge["block"]["address"].text, address_hex(reinterpret_cast<std::uintptr_t>(huge)));
+  EXPECT_EQ(in_huge["block"]["offset"].number, (1u << 20) + 3);
+  EXPECT_GE(in_huge["block"]["size"].number, 3u << 20);
+
+  const Json nowhere = at(slack);
+  EXPECT_EQ(nowhere["block"]["kind"].text, "unattributed");
+  EXPECT_NE(nowhere["block"]["why"].text.find("slack"), std::string::npos);
+
+  bool state_changed = false;
+  for (const Json& span : spans) {
+    state_changed |= span["block"]["kind"].text == "metadata" && span["block"]["what"].text == "heap state";
+  }
+  EXPECT_TRUE(state_changed) << result.out;
+
+  // The range of the class page knows its first and last differing byte.
+  bool range_found = false;
+  for (const Json& range : json["ranges"].items) {
+    if (range["first"].text == address_hex(reinterpret_cast<std::uintptr_t>(small[1]) + 46)) {
+      range_found = true;
+      EXPECT_GE(range["span_count"].number, 2u);
+    }
+  }
+  EXPECT_TRUE(range_found) << result.out;
+
+  // The text report names the same block and offset.
+  const ToolResult text = run_tool({"diff", path("a.snap"), path("b.snap")});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("class 3 (48 B) block " +
+                          address_hex(reinterpret_cast<std::uintptr_t>(small[7])) + " +20"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("page run " + address_hex(reinterpret_cast<std::uintptr_t>(run)) +
+                          " (16 pages, live) +5000"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("unattributed (slack"), std::string::npos) << text.out;
 }
 
 TEST_F(ReheapSnap, DiffReportsPagesPresentInOnlyOneState) {

@@ -22,6 +22,7 @@ enum ExitCode : int {
   kNegative = 1,     // verify: some file is bad; diff: the states differ
   kUsage = 2,        // bad command line
   kError = 3,        // I/O error, or an input that is not a valid snapshot (info, diff, compact)
+  kUnverified = 4,   // info --header-only: the header was read, the rest of the file was not
 };
 
 struct Options {
@@ -30,6 +31,7 @@ struct Options {
   bool json = false;
   bool progress = false;  // draw the progress line even when stderr is not a terminal
   bool chain = false;     // verify: also every file of each file's chain
+  bool header_only = false;  // info: read the header only (and exit kUnverified)
   std::size_t max_lines = 50;  // diff: ranges listed in text mode (0: all)
 };
 

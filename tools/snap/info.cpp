@@ -1,4 +1,13 @@
-// `reheap-snap info FILE`: a snapshot's header and its parent chain, read without the page data.
+// `reheap-snap info FILE`: a snapshot's header and its parent chain, and whether the file is
+// good.
+//
+// Reading only the header would be fast, but a header that parses says nothing about the pages
+// and trailer behind it, and a report that looks complete invites the reader to trust the file.
+// So info reads the whole file by default (file_check.h, the same check as `verify`) and exits 1
+// when it is bad, still printing the header. --header-only skips the pages for a quick look at a
+// large file; it then says "not verified" and exits with its own code (kUnverified), so that no
+// script can take the answer for a good file. The parents named by the chain are listed from
+// their headers only: `verify --chain` checks them.
 #include <cstdio>
 #include <iostream>
 #include <numeric>
@@ -7,6 +16,7 @@
 #include <vector>
 
 #include "command.h"
+#include "file_check.h"
 #include "json_writer.h"
 #include "reheap/heap.h"
 #include "reheap/size_class.h"
@@ -51,7 +61,23 @@ std::string limit_text(std::size_t limit) {
   return limit == kUnlimited ? "none" : human_bytes(limit);
 }
 
-void print_text(const std::filesystem::path& file, const SnapshotHeader& h, const Chain& chain) {
+// What info knows of the file's pages and trailer: checked (good or bad), or not read at all.
+struct Verdict {
+  bool checked = false;
+  FileCheck check;
+};
+
+std::string verdict_text(const Verdict& v) {
+  if (!v.checked) {
+    return "not verified: only the header was read (--header-only); the page checksums and the "
+           "trailer were not checked";
+  }
+  if (v.check.code == kOk) return "ok (every checksum and the trailer checked)";
+  return "bad: " + v.check.error + ": " + v.check.message;
+}
+
+void print_text(const std::filesystem::path& file, const SnapshotHeader& h, const Chain& chain,
+                const Verdict& verdict) {
   std::size_t by_use[3] = {0, 0, 0};
   std::size_t fresh = 0;
   for (const SnapshotChunk& chunk : h.chunks) {
@@ -97,6 +123,7 @@ void print_text(const std::filesystem::path& file, const SnapshotHeader& h, cons
                 object.path.c_str(), object.main_executable ? " (main)" : "");
   }
   std::printf("tracking    %s\n", h.tracking.c_str());
+  std::printf("verified    %s\n", verdict_text(verdict).c_str());
   if (chain.broken) {
     std::printf("chain       broken: %s\n", describe(*chain.broken).c_str());
     return;
@@ -109,7 +136,8 @@ void print_text(const std::filesystem::path& file, const SnapshotHeader& h, cons
   }
 }
 
-void print_json(const std::filesystem::path& file, const SnapshotHeader& h, const Chain& chain) {
+void print_json(const std::filesystem::path& file, const SnapshotHeader& h, const Chain& chain,
+                const Verdict& verdict) {
   JsonWriter json(std::cout);
   json.begin_object();
   json.field("file", file.string());
@@ -194,6 +222,21 @@ void print_json(const std::filesystem::path& file, const SnapshotHeader& h, cons
   json.end_array();
   json.field("tracking", h.tracking);
 
+  json.key("verified");
+  json.begin_object();
+  json.field("checked", verdict.checked);
+  if (verdict.checked) {
+    json.field("ok", verdict.check.code == kOk);
+    if (verdict.check.code != kOk) {
+      json.field("error", verdict.check.error);
+      json.field("message", verdict.check.message);
+    }
+  } else {
+    json.key("ok");
+    json.null();
+  }
+  json.end_object();
+
   json.key("chain");
   json.begin_object();
   json.field("ok", !chain.broken.has_value());
@@ -221,14 +264,29 @@ void print_json(const std::filesystem::path& file, const SnapshotHeader& h, cons
 
 int run_info(const Options& options) {
   const std::filesystem::path& file = options.files.front();
+  // An unreadable header is an error (kError, thrown to main): there is nothing to report.
   const SnapshotHeader header = read_snapshot_header(file);
+  Verdict verdict;
+  if (!options.header_only) {
+    verdict.checked = true;
+    verdict.check = check_file(file, options.progress);
+  }
   const Chain chain = load_chain(file);
   if (options.json) {
-    print_json(file, header, chain);
+    print_json(file, header, chain, verdict);
   } else {
-    print_text(file, header, chain);
+    print_text(file, header, chain, verdict);
   }
-  return kOk;
+  if (!verdict.checked) {
+    report_error("not verified: " + file.string() +
+                 ": only the header was read (--header-only); run reheap-snap verify to check "
+                 "the page checksums and the trailer");
+    return kUnverified;
+  }
+  if (verdict.check.code != kOk) {
+    report_error(verdict.check.error + ": " + verdict.check.message);  // the message names the file
+  }
+  return verdict.check.code;
 }
 
 }  // namespace reheap::snap

@@ -20,9 +20,13 @@ constexpr const char* kHelp =
     R"(usage: reheap-snap COMMAND [OPTIONS] FILE...
 
 Commands:
-  info FILE [--json]           the header (kind, ids, generation, zone, heap, root, limit,
-                               committed bytes, chunks, pages by class, layout, tracking) and
-                               the parent chain, or why the chain is broken
+  info FILE [--json] [--header-only]
+                               the header (kind, ids, generation, zone, heap, root, limit,
+                               committed bytes, chunks, pages by class, layout, tracking), the
+                               parent chain (from the parents' headers) or why it is broken,
+                               and whether the file is good: every byte is read and checked
+                               as by verify. --header-only reads the header only, says "not
+                               verified" and exits 4
   verify FILE... [--chain] [--json]
                                read every byte of each file and check every checksum and
                                structural rule; --chain also verifies each file's parents
@@ -30,8 +34,11 @@ Commands:
                                the pages that differ between the heap states A and B: pages
                                only in A, only in B, changed pages and changed bytes, as
                                address ranges (text lists N ranges, default 50, 0 = all;
-                               --json lists all). An increment stands for the state of its
-                               whole chain: it is compacted to a temporary file first
+                               --json lists all); in each range the spans of differing bytes,
+                               each with the allocator block it lies in (address, size class,
+                               page run or huge block, offset) or "unattributed". An increment
+                               stands for the state of its whole chain: it is compacted to a
+                               temporary file first
   compact LATEST OUT [--json]  fold the chain ending at LATEST into one full snapshot OUT
 
 Options:
@@ -41,11 +48,12 @@ Options:
   -h, --help    this text
 
 Exit codes:
-  0  success; verify: every file is good; diff: the states are identical
-  1  verify: at least one file is bad; diff: the states differ
+  0  success; info, verify: every file is good; diff: the states are identical
+  1  info, verify: a file is bad (info still prints its header); diff: the states differ
   2  usage error
-  3  error: a file cannot be read (verify: the highest code over all files wins), or an
-     input of info, diff or compact is not a valid snapshot
+  3  error: a file cannot be read (verify: the highest code over all files wins), or the
+     header of info's file, or an input of diff or compact, is not a valid snapshot
+  4  info --header-only: the header was printed but the file was not verified
 )";
 
 int usage(const std::string& why) {
@@ -77,6 +85,8 @@ int run(int argc, char** argv) {
       options.progress = true;
     } else if (!options_done && arg == "--chain") {
       options.chain = true;
+    } else if (!options_done && arg == "--header-only") {
+      options.header_only = true;
     } else if (!options_done && arg == "--max-lines") {
       if (i + 1 >= argc) return usage("--max-lines needs a number");
       char* end = nullptr;
@@ -101,6 +111,7 @@ int run(int argc, char** argv) {
   }
   if (!file_count_ok(c, options.files.size())) return usage("wrong number of files for " + c);
   if (options.chain && c != "verify") return usage("--chain applies to verify only");
+  if (options.header_only && c != "info") return usage("--header-only applies to info only");
   if (c == "info") return reheap::snap::run_info(options);
   if (c == "verify") return reheap::snap::run_verify(options);
   if (c == "diff") return reheap::snap::run_diff(options);

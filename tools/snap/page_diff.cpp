@@ -19,13 +19,6 @@ namespace {
 
 constexpr std::uint64_t kMaxRunBytes = std::uint64_t{64} << 20;
 
-// Where a run of A's pages lies in A's file.
-struct IndexedRun {
-  std::uintptr_t address = 0;
-  std::uintptr_t end = 0;
-  std::uint64_t offset = 0;
-};
-
 // A's page data, read back by file offset. Pages are asked for in ascending order, so a read-ahead
 // window of 1 MiB turns 256 page reads into one pread().
 class PageFile {
@@ -73,20 +66,41 @@ class PageFile {
   std::uint64_t window_offset_ = 0;
 };
 
-std::uint64_t differing_bytes(const unsigned char* a, const unsigned char* b, std::size_t size) {
+// Compares one page of A with one of B (null: a zero page), calls `span(begin, end, bytes)` with
+// the page offsets of each span of differing bytes, and returns how many bytes differ. Words are
+// compared eight bytes at a time, so identical stretches cost what a memcmp would.
+template <class OnSpan>
+std::uint64_t compare_page(const unsigned char* a, const unsigned char* b, std::size_t size,
+                           OnSpan&& span) {
   std::uint64_t count = 0;
+  std::size_t begin = 0;
+  std::size_t end = 0;  // one past the last differing byte of the open span (0: none open)
+  std::uint64_t in_span = 0;
   for (std::size_t i = 0; i < size; i += 8) {
     std::uint64_t x = 0;
     std::uint64_t y = 0;
-    std::memcpy(&x, a + i, 8);
-    std::memcpy(&y, b + i, 8);
-    for (std::uint64_t d = x ^ y; d != 0; d >>= 8) count += (d & 0xFF) != 0;
+    if (a != nullptr) std::memcpy(&x, a + i, 8);
+    if (b != nullptr) std::memcpy(&y, b + i, 8);
+    std::uint64_t d = x ^ y;
+    if (d == 0) continue;
+    // Little-endian: byte k of the word is bits 8k..8k+7.
+    for (std::size_t k = 0; d != 0; ++k, d >>= 8) {
+      if ((d & 0xFF) == 0) continue;
+      const std::size_t at = i + k;
+      ++count;
+      if (end != 0 && at - end < kSpanGap) {
+        end = at + 1;
+        ++in_span;
+        continue;
+      }
+      if (end != 0) span(begin, end, in_span);
+      begin = at;
+      end = at + 1;
+      in_span = 1;
+    }
   }
+  if (end != 0) span(begin, end, in_span);
   return count;
-}
-
-std::uint64_t nonzero_bytes(const unsigned char* p, std::size_t size) {
-  return static_cast<std::uint64_t>(size - static_cast<std::size_t>(std::count(p, p + size, 0)));
 }
 
 void require_full(const SnapshotReader& reader) {
@@ -125,19 +139,16 @@ class Merger {
     if (next_ < a_.size() && a_[next_].address <= address && address < a_[next_].end) {
       const unsigned char* a = a_data_.page(offset_in_a(address), data_end_of_a());
       ++out_.pages_a;
-      const std::uint64_t bytes = differing_bytes(a, data, page_size_);
+      const std::uint64_t bytes = compare(address, a, data, RangeKind::kChanged);
       if (bytes == 0) {
         ++out_.same;
       } else {
         ++out_.changed;
         out_.changed_bytes += bytes;
-        add(address, RangeKind::kChanged, bytes);
       }
     } else {
-      const std::uint64_t bytes = nonzero_bytes(data, page_size_);
       ++out_.only_b;
-      out_.only_bytes += bytes;
-      add(address, RangeKind::kOnlyB, bytes);
+      out_.only_bytes += compare(address, nullptr, data, RangeKind::kOnlyB);
     }
     done_ = address + page_size_;
   }
@@ -158,12 +169,10 @@ class Merger {
       const IndexedRun& run = a_[next_];
       for (std::uintptr_t p = std::max(done_, run.address); p < std::min(limit, run.end);
            p += page_size_) {
-        const std::uint64_t bytes = nonzero_bytes(a_data_.page(offset_in_a(p), data_end_of_a()),
-                                                  page_size_);
+        const unsigned char* a = a_data_.page(offset_in_a(p), data_end_of_a());
         ++out_.pages_a;
         ++out_.only_a;
-        out_.only_bytes += bytes;
-        add(p, RangeKind::kOnlyA, bytes);
+        out_.only_bytes += compare(p, a, nullptr, RangeKind::kOnlyA);
       }
       if (run.end > limit) break;
       ++next_;
@@ -171,14 +180,40 @@ class Merger {
     done_ = std::max(done_, limit);
   }
 
-  void add(std::uintptr_t address, RangeKind kind, std::uint64_t bytes) {
-    if (!out_.ranges.empty() && out_.ranges.back().kind == kind &&
-        out_.ranges.back().end == address) {
-      out_.ranges.back().end += page_size_;
-      out_.ranges.back().bytes += bytes;
-      return;
+  // Compares the page at `address` of A and B (null: a zero page), records its spans, and adds
+  // it to the ranges when it differs or is stored on one side only. Returns the differing bytes.
+  std::uint64_t compare(std::uintptr_t address, const unsigned char* a, const unsigned char* b,
+                        RangeKind kind) {
+    // Spans are recorded first, with the index the page's range will have.
+    const bool extends = !out_.ranges.empty() && out_.ranges.back().kind == kind &&
+                         out_.ranges.back().end == address;
+    const std::size_t range = extends ? out_.ranges.size() - 1 : out_.ranges.size();
+    std::uintptr_t first = 0;
+    std::uintptr_t last = 0;
+    std::uint64_t spans = 0;
+    const std::uint64_t bytes =
+        compare_page(a, b, page_size_, [&](std::size_t begin, std::size_t end, std::uint64_t n) {
+          if (spans++ == 0) first = address + begin;
+          last = address + end - 1;
+          if (out_.spans.size() < kMaxSpans) {
+            out_.spans.push_back({address + begin, address + end, n, range});
+          }
+          ++out_.spans_total;
+        });
+    if (bytes == 0 && kind == RangeKind::kChanged) return 0;
+    if (extends) {
+      DiffRange& r = out_.ranges.back();
+      r.end += page_size_;
+      r.bytes += bytes;
+      if (spans != 0) {
+        if (r.spans == 0) r.first = first;
+        r.last = last;
+        r.spans += spans;
+      }
+    } else {
+      out_.ranges.push_back({address, address + page_size_, kind, bytes, first, last, spans});
     }
-    out_.ranges.push_back({address, address + page_size_, kind, bytes});
+    return bytes;
   }
 
   const std::vector<IndexedRun>& a_;
@@ -202,10 +237,11 @@ const char* range_kind_name(RangeKind kind) {
 
 PageDiff diff_pages(const std::filesystem::path& a, const std::filesystem::path& b,
                     bool force_progress) {
-  const std::vector<IndexedRun> a_runs = index_runs(a, force_progress);
+  PageDiff out;
+  out.index_a = index_runs(a, force_progress);
+  const std::vector<IndexedRun>& a_runs = out.index_a;
   SnapshotReader b_reader(b);
   require_full(b_reader);
-  PageDiff out;
   out.page_size = b_reader.header().page_size;
   if (read_snapshot_header(a).page_size != out.page_size || out.page_size % 8 != 0 ||
       out.page_size == 0) {
@@ -227,6 +263,8 @@ PageDiff diff_pages(const std::filesystem::path& a, const std::filesystem::path&
     }
     buffer.resize(std::size_t{run.pages} * out.page_size);
     b_reader.read_data(buffer.data());
+    out.index_b.push_back({run.address, run.address + std::uintptr_t{run.pages} * out.page_size,
+                           run.offset});
     for (std::uint32_t i = 0; i < run.pages; ++i) {
       merger.page_b(run.address + std::uintptr_t{i} * out.page_size,
                     buffer.data() + std::size_t{i} * out.page_size);

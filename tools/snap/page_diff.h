@@ -5,13 +5,26 @@
 // whatever the files' sizes: A is read once for its run index (address, page count, file offset;
 // the reader checks every checksum on the way), then B is streamed run by run, and A's page data
 // is read back by offset with pread() through a small read-ahead window.
+//
+// Within each differing page the comparison also records where the bytes differ, as spans:
+// maximal stretches of differing bytes, where two differences fewer than kSpanGap equal bytes
+// apart are one span (a pointer that changed in its low and high bytes is one change, not two).
+// A page "only in A" differs from B's zero page in its non-zero bytes, and likewise for B. Spans
+// never cross a page. So that memory stays bounded on a heap that changed everywhere, only the
+// first kMaxSpans spans are kept; every range still knows its first and last differing byte and
+// how many spans it has.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <vector>
 
+#include "stored_pages.h"
+
 namespace reheap::snap {
+
+inline constexpr std::size_t kSpanGap = 8;
+inline constexpr std::size_t kMaxSpans = 100'000;
 
 enum class RangeKind : std::uint8_t {
   kChanged,  // stored in both, contents differ
@@ -25,6 +38,17 @@ struct DiffRange {
   std::uintptr_t end = 0;
   RangeKind kind = RangeKind::kChanged;
   std::uint64_t bytes = 0;  // kChanged: bytes that differ; otherwise non-zero bytes of the page
+  std::uintptr_t first = 0;  // address of the first differing byte
+  std::uintptr_t last = 0;   // address of the last differing byte (inclusive)
+  std::uint64_t spans = 0;   // spans in the range, kept or not
+};
+
+// Differing bytes [begin, end) within one page, `bytes` of them.
+struct ByteSpan {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;
+  std::uint64_t bytes = 0;
+  std::size_t range = 0;  // index in PageDiff::ranges
 };
 
 struct PageDiff {
@@ -38,6 +62,10 @@ struct PageDiff {
   std::uint64_t changed_bytes = 0;  // bytes that differ within changed pages
   std::uint64_t only_bytes = 0;     // non-zero bytes in only-A and only-B pages
   std::vector<DiffRange> ranges;    // ascending, adjacent ranges of one kind merged
+  std::vector<ByteSpan> spans;      // ascending; the first kMaxSpans of them
+  std::uint64_t spans_total = 0;
+  std::vector<IndexedRun> index_a;  // the data runs of each file, for reading pages back
+  std::vector<IndexedRun> index_b;
 
   bool identical() const { return only_a == 0 && only_b == 0 && changed == 0; }
 };

@@ -1,69 +1,27 @@
-// `reheap-snap verify FILE...`: reads every byte of each file through SnapshotReader, which
-// checks the header, each run's structure and checksum, the end record and the trailer's digest.
+// `reheap-snap verify FILE...`: reads every byte of each file (file_check.h), which checks the
+// header, each run's structure and checksum, the end record and the trailer's digest.
 // With --chain, each file's parents are verified as well, and a broken link is a bad file.
 #include <algorithm>
 #include <cstdio>
-#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "file_check.h"
 #include "json_writer.h"
-#include "progress.h"
 
 namespace reheap::snap {
 namespace {
 
-struct Outcome {
+struct Outcome : FileCheck {
   std::filesystem::path file;
-  int code = kOk;             // kOk, kNegative (the file is bad) or kError (unreadable)
-  std::string error;          // to_string(SnapshotErrc), or "error" for other exceptions
-  std::string message;
-  SnapshotKind kind = SnapshotKind::kFull;
-  std::uint64_t generation = 0;
-  std::uint64_t runs = 0;
-  std::uint64_t data_pages = 0;
-  std::uint64_t zero_pages = 0;
 };
-
-// An unreadable file is an error of the tool's environment, not a verdict on the file.
-int code_of(SnapshotErrc errc) {
-  return errc == SnapshotErrc::kIo || errc == SnapshotErrc::kNoSpace ? kError : kNegative;
-}
-
-void read_whole_file(const std::filesystem::path& file, bool force_progress, Outcome& out) {
-  SnapshotReader reader(file);
-  out.kind = reader.header().kind;
-  out.generation = reader.header().generation;
-  Progress progress("verify " + file.filename().string(), reader.size(), force_progress);
-  PageRun run;
-  while (reader.next(run)) {
-    ++out.runs;
-    if (run.zero) {
-      out.zero_pages += run.pages;
-    } else {
-      out.data_pages += run.pages;
-      reader.skip_data();
-    }
-    progress.update(reader.position());
-  }
-}
 
 Outcome verify_file(const std::filesystem::path& file, bool force_progress) {
   Outcome out;
+  static_cast<FileCheck&>(out) = check_file(file, force_progress);
   out.file = file;
-  try {
-    read_whole_file(file, force_progress, out);
-  } catch (const SnapshotError& error) {
-    out.code = code_of(error.code());
-    out.error = to_string(error.code());
-    out.message = error.what();
-  } catch (const std::exception& error) {
-    out.code = kError;
-    out.error = "error";
-    out.message = error.what();
-  }
   return out;
 }
 

@@ -40,7 +40,9 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "reheap/actor_ref.h"
@@ -122,7 +124,28 @@ class Reactor {
   std::uint16_t local_port(SocketId socket) const;
   SocketId connect(const std::string& host, std::uint16_t port);  // then on_connect
   // False if the socket is closed or unknown. Data not written at once is copied and queued.
+  // The span overload sends bytes as they are; the others send text, exactly its characters:
+  // a std::string, std::string_view or const char* (up to its NUL), and a char array such as a
+  // string literal up to its first NUL, never past its end, so write(s, "OK\n") sends 3 bytes,
+  // not the literal's terminating NUL too. The text overloads are templates taking the argument
+  // as it is, so that they are exact matches: a plain string_view overload would tie with the
+  // span one for a literal or a std::string (both need a conversion) and make the call
+  // ambiguous. Containers of char that are not text (std::vector<char>, std::array<char, N>)
+  // convert to no string_view and go to the span overload; to send a char array's bytes
+  // regardless of NULs, pass std::span(array).
   bool write(SocketId socket, std::span<const char> data);
+  template <std::size_t N>
+  bool write(SocketId socket, const char (&text)[N]) {
+    std::size_t length = 0;
+    while (length < N && text[length] != '\0') ++length;
+    return write(socket, std::span<const char>(text, length));
+  }
+  template <class Text>
+    requires(std::is_convertible_v<const Text&, std::string_view> && !std::is_array_v<Text>)
+  bool write(SocketId socket, const Text& text) {
+    const std::string_view view = text;
+    return write(socket, std::span<const char>(view.data(), view.size()));
+  }
   void close(SocketId socket);  // then on_closed(socket, {}) ; pending writes are flushed first
   void set_no_delay(SocketId socket, bool on);
 
