@@ -105,4 +105,39 @@ TEST(ProgramRefs, EveryKindOfPointerIsFoundAndNamedAndNoiseIsNot) {
   }
 }
 
+TEST(ProgramRefs, CompactListsWhatTheCompactedPagesHold) {
+  reheap::HeapPtr heap = reheap::Heap::create();
+  reheap::Snapshotter snapshots(*heap);
+  Planted* p = nullptr;
+  {
+    reheap::HeapScope scope(*heap);
+    p = new Planted;
+    p->shape = new Square;
+    heap->set_root(p);
+  }
+  const std::filesystem::path full = temp_file("reheap-compact-full");
+  const std::filesystem::path increment = temp_file("reheap-compact-inc");
+  const std::filesystem::path compacted = temp_file("reheap-compact-out");
+  snapshots.save(full);
+  {
+    reheap::HeapScope scope(*heap);
+    p->function = &twice;
+    p->literal = "only in the increment";
+  }
+  snapshots.save_increment(increment);
+  reheap::compact(increment, compacted);
+  const reheap::SnapshotHeader h = reheap::SnapshotReader(compacted).header();
+  std::uint64_t vptr = 0;
+  std::memcpy(&vptr, p->shape, sizeof vptr);
+  std::set<std::uint64_t> values;
+  for (const reheap::ProgramRef& r : h.program_refs) {
+    values.insert(r.value);
+    EXPECT_EQ(r.words, 1u) << r.symbol;
+  }
+  EXPECT_TRUE(h.has_program_refs);
+  EXPECT_EQ(values, (std::set<std::uint64_t>{vptr, reinterpret_cast<std::uint64_t>(&twice),
+                                             reinterpret_cast<std::uint64_t>(p->literal)}));
+  for (const auto& f : {full, increment, compacted}) std::filesystem::remove(f);
+}
+
 }  // namespace

@@ -40,6 +40,13 @@
 // Objects the heap does not point into may differ freely. Relocation rewrites only the restored
 // pages, so a heap that was relocated no longer matches its file: the first save after it is full
 // (SnapshotInfo::fallback_reason says so).
+//
+// What relocation cannot see: the layout of the heap's data. A rebuild that adds a field to a
+// class, or changes a std type's layout, keeps every symbol and size relocation checks (unless
+// the class's vtable changed) and the restored objects are then read with the wrong layout:
+// relocation makes a snapshot portable across builds whose types are the same, not across
+// schema changes. And the scan cannot tell a stale word in freed memory from a live one: an
+// unresolved value left in a free block refuses a restore into another build like a live one.
 #pragma once
 
 #include <cstdint>

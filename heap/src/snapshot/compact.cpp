@@ -13,6 +13,7 @@
 
 #include "file_io.h"
 #include "format.h"
+#include "program_scan.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
 #include "writer.h"
@@ -68,12 +69,42 @@ bool all_zero(const unsigned char* page) {
 
 }  // namespace
 
+// The pointers into the program that a chain's files list: the compacted file lists those its
+// pages still hold, with their new counts. Every file of a chain is saved under one layout (a
+// relocating restore makes the next save full), so the lists agree on every value.
+struct ListedRefs {
+  bool complete = true;  // every file had a list (older writers did not)
+  std::map<std::uint64_t, ProgramRef> by_value;
+
+  void merge(const SnapshotHeader& h) {
+    complete = complete && h.has_program_refs;
+    for (const ProgramRef& r : h.program_refs) by_value.emplace(r.value, r);
+  }
+
+  std::vector<ProgramRef> occurring(const std::unordered_map<std::uint64_t, std::uint64_t>& counts,
+                                    const std::string& name) const {
+    std::vector<ProgramRef> out;
+    if (!complete) return out;
+    for (const auto& [value, words] : counts) {
+      auto it = by_value.find(value);
+      if (it == by_value.end()) {
+        fail(SnapshotErrc::kCorrupt, name, "a page of the chain points into the saving program at a value no file lists");
+      }
+      out.push_back(it->second);
+      out.back().words = words;
+    }
+    std::sort(out.begin(), out.end(), [](const ProgramRef& a, const ProgramRef& b) { return a.value < b.value; });
+    return out;
+  }
+};
+
 SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem::path& out) {
   HeapScope system(nullptr);
   const std::vector<std::filesystem::path> chain = snapshot_chain(latest);
   std::map<std::uintptr_t, PageSource> pages;
   SnapshotHeader final;
   Descriptors fds;
+  ListedRefs listed;
   for (std::uint32_t i = 0; i < chain.size(); ++i) {
     SnapshotReader reader(chain[i]);
     const SnapshotHeader& h = reader.header();
@@ -95,6 +126,7 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
     }
     final = h;
     fds.open(chain[i]);
+    listed.merge(h);
   }
   if (final.page_size != kPageSize) {
     fail(SnapshotErrc::kZoneMismatch, latest.string(), "compact needs 4 KiB pages");
@@ -109,6 +141,7 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
 
   // Plan: contiguous non-zero pages within a chunk form a run.
   std::vector<PlannedRun> runs;
+  ProgramScan scan(final.layout);
   std::unique_ptr<unsigned char[]> page(new unsigned char[kPageSize]);
   for (auto it = pages.begin(); it != pages.end();) {
     pread_exact(fds[it->second.file], page.get(), kPageSize, it->second.offset, chain[it->second.file].string());
@@ -116,6 +149,7 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
       it = pages.erase(it);
       continue;
     }
+    scan.scan(reinterpret_cast<std::uintptr_t>(page.get()), kPageSize);
     const std::uintptr_t a = it->first;
     if (!runs.empty() && runs.back().address + std::uintptr_t{runs.back().pages} * kPageSize == a &&
         (a - final.zone_base) % final.chunk_size != 0) {
@@ -127,6 +161,8 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
   }
 
   SnapshotHeader header = final;
+  header.has_program_refs = listed.complete;
+  header.program_refs = listed.occurring(scan.counts(), latest.string());
   header.kind = SnapshotKind::kFull;
   header.parent_id = 0;
   header.parent_file.clear();

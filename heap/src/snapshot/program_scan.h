@@ -26,6 +26,9 @@ class ProgramScan {
   // The distinct values found, resolved, ascending by value.
   std::vector<ProgramRef> refs() const;
 
+  // The distinct values found and how many words held each, unresolved.
+  const std::unordered_map<std::uint64_t, std::uint64_t>& counts() const noexcept { return counts_; }
+
  private:
   struct Segment {
     std::uintptr_t begin = 0;
