@@ -40,6 +40,8 @@ struct Planted {
   std::vector<std::uint64_t> noise;
 };
 
+const Planted* root(const reheap::Heap& heap) { return static_cast<const Planted*>(heap.root()); }
+
 std::filesystem::path temp_file(const char* name) {
   return std::filesystem::temp_directory_path() / (std::string(name) + "-" + std::to_string(getpid()));
 }
@@ -64,11 +66,12 @@ TEST(ProgramRefs, EveryKindOfPointerIsFoundAndNamedAndNoiseIsNot) {
     for (int i = 0; i < 1'000'000; ++i) p->noise.push_back(random());
     for (int i = 0; i < 1'000'000; ++i) p->noise.push_back(std::hash<std::string>{}("key:" + std::to_string(i)));
     heap->set_root(p);
-    std::uint64_t vptr = 0;
-    std::memcpy(&vptr, p->shape, sizeof vptr);
-    planted = {vptr, reinterpret_cast<std::uint64_t>(p->function), reinterpret_cast<std::uint64_t>(p->literal),
-               reinterpret_cast<std::uint64_t>(p->type), reinterpret_cast<std::uint64_t>(p->global)};
   }
+  std::uint64_t vptr = 0;
+  std::memcpy(&vptr, root(*heap)->shape, sizeof vptr);
+  const Planted* p = root(*heap);
+  planted = {vptr, reinterpret_cast<std::uint64_t>(p->function), reinterpret_cast<std::uint64_t>(p->literal),
+             reinterpret_cast<std::uint64_t>(p->type), reinterpret_cast<std::uint64_t>(p->global)};
   const std::filesystem::path file = temp_file("reheap-program-refs");
   snapshots.save(file);
   const reheap::SnapshotHeader h = reheap::SnapshotReader(file).header();

@@ -1,6 +1,7 @@
 // The relocation plan on made-up headers: what is mapped how, and what is refused by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <vector>
@@ -148,7 +149,10 @@ TEST(RelocationPlan, AnotherMainExecutableMapsBySymbolAndRefusesWhatItCannotMap)
   ProgramRef literal;
   literal.value = base + 0x40;
   literal.kind = ProgramRefKind::kString;
-  literal.bytes = std::string("no program has this literal, surely", 36);
+  // Built backwards, so that the program holds the reversed bytes only.
+  literal.bytes = "ylerus ,laretil siht sah margorp on";
+  std::reverse(literal.bytes.begin(), literal.bytes.end());
+  literal.bytes.push_back('\0');
   h.program_refs = {exists, missing, unresolved, literal};
   const std::string why = refusal(h, now);
   EXPECT_EQ(why.find("reloc_plan_probe"), std::string::npos) << why;  // it maps
