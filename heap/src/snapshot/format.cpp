@@ -66,7 +66,8 @@ void key(Packer& pk, const char* k) { pk.pack(std::string_view(k)); }
 std::vector<unsigned char> encode_header(const SnapshotHeader& h) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(21);
+  const bool identity = h.saved_by_node >= 0 && h.saved_by_incarnation >= 0;
+  pk.pack_map(identity ? 23 : 21);
   key(pk, "kind"), pk.pack(static_cast<unsigned>(h.kind));
   key(pk, "id"), pk.pack(h.id);
   key(pk, "parent_id"), pk.pack(h.parent_id);
@@ -104,6 +105,10 @@ std::vector<unsigned char> encode_header(const SnapshotHeader& h) {
     pk.pack(o.path), pk.pack(std::uint64_t{o.base}), pk.pack(o.build_id), pk.pack(o.main_executable);
   }
   key(pk, "tracking"), pk.pack(h.tracking);
+  if (identity) {
+    key(pk, "node"), pk.pack(static_cast<std::uint64_t>(h.saved_by_node));
+    key(pk, "incarnation"), pk.pack(static_cast<std::uint64_t>(h.saved_by_incarnation));
+  }
   key(pk, "format"), pk.pack(std::string_view("reheap snapshot, see heap/SNAPSHOT_FORMAT.md"));
   key(pk, "writer"), pk.pack(std::string_view("reheap 0.1"));
   return std::vector<unsigned char>(buffer.data(), buffer.data() + buffer.size());
@@ -119,15 +124,20 @@ class Fields {
     map_ = &map.via.map;
   }
 
+  bool has(const char* k) const noexcept { return find(k) != nullptr; }
   const msgpack::object& get(const char* k) const {
+    if (const msgpack::object* o = find(k)) return *o;
+    bad(std::string("the header has no field \"") + k + "\"");
+  }
+  const msgpack::object* find(const char* k) const noexcept {
     for (std::uint32_t i = 0; i < map_->size; ++i) {
       const msgpack::object& key_object = map_->ptr[i].key;
       if (key_object.type == msgpack::type::STR && key_object.via.str.size == std::strlen(k) &&
           std::memcmp(key_object.via.str.ptr, k, key_object.via.str.size) == 0) {
-        return map_->ptr[i].val;
+        return &map_->ptr[i].val;
       }
     }
-    bad(std::string("the header has no field \"") + k + "\"");
+    return nullptr;
   }
 
   std::uint64_t u64(const msgpack::object& o, const char* what) const {
@@ -201,6 +211,11 @@ SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::u
   h.limit_bytes = f.u64("limit");
   h.committed_bytes = f.u64("committed");
   h.tracking = f.str("tracking");
+  // Optional (added after version 1 first shipped; only messages use them).
+  if (f.has("node") && f.has("incarnation")) {
+    h.saved_by_node = static_cast<std::int64_t>(f.u32("node"));
+    h.saved_by_incarnation = static_cast<std::int64_t>(f.u32("incarnation"));
+  }
   // Version 1 has one geometry. Checking it here (not only in restore) bounds every run a reader
   // hands out to one 64 MiB chunk, whatever a crafted header claims.
   if (h.page_size != kPageSize) f.bad("page size " + std::to_string(h.page_size) + " (version 1 has 4096)");
