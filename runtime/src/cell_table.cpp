@@ -1,6 +1,7 @@
 // CellTable: slots, generations and the free list (see cell.h).
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "cell.h"
 #include "reheap/heap_scope.h"
@@ -101,7 +102,8 @@ Cell* CellTable::acquire_locked(std::uint64_t* dead) {
       if (created_ == 0) grow_to(1);
       if (created_ >= kMaxCells) {
         HeapScope system(nullptr);
-        throw std::length_error("reheap: the runtime has no free reactor slot (16M slots live or retired)");
+        throw std::length_error("reheap: the runtime has no free reactor slot (16M slots live or retired; " +
+                                std::to_string(retired_) + " retired after 65,535 reactors each)");
       }
       slot = created_;
       grow_to(created_ + 1);

@@ -183,6 +183,28 @@ TEST(ActorRefLayout, ARestoreAfterSpawningBringsTheReactorBackUnderItsRef) {
   for (ActorRef r : after) EXPECT_TRUE(rt.alive(r));
 }
 
+TEST(ActorRefLayout, ASlotWhoseGenerationsAreSpentRetiresInsteadOfRepeatingOne) {
+  if (rttest::kSanitized) GTEST_SKIP() << "65,535 spawns take minutes under a sanitizer";
+  Runtime rt(RuntimeConfig{.workers = 1});
+  // Stopped reactors give their slot back to the front of the free list: one slot churns.
+  ActorRef first = rt.spawn<Echo>(0u);
+  const std::uint32_t slot = first.slot();
+  ActorRef last = first;
+  for (std::uint32_t i = 1; i < ActorRef::kMaxGeneration; ++i) {
+    ASSERT_TRUE(rt.stop(last));
+    ASSERT_TRUE(rt.wait_stopped(last));
+    last = rt.spawn<Echo>(0u);
+    ASSERT_EQ(last.slot(), slot) << "after " << i << " reuses";
+    ASSERT_EQ(last.generation(), i + 1);
+  }
+  ASSERT_TRUE(rt.stop(last));
+  ASSERT_TRUE(rt.wait_stopped(last));
+  const ActorRef next = rt.spawn<Echo>(0u);
+  EXPECT_NE(next.slot(), slot) << "the spent slot was reused, with generation " << next.generation();
+  EXPECT_NE(next, first);
+  EXPECT_FALSE(rt.alive(first));
+}
+
 // ---- other processes -------------------------------------------------------------------------
 
 RuntimeConfig node_config(const std::string& node, const std::string& state_dir) {
