@@ -193,10 +193,12 @@ void ZoneImpl::place_locked(std::uint32_t node, std::uint32_t incarnation) noexc
   // One slice per node id, eight windows per slice (zone.h, "Slices"). A zone too small for a
   // slice per node (under 64 chunks a half) starts every node at its half's beginning.
   constexpr std::size_t kWindows = 8;
+  const std::size_t slice = class_chunks_ / NodeIdentity::kMaxNodes;
   for (int h = 0; h < 2; ++h) {
     const std::size_t begin = h == 0 ? 0 : class_chunks_;
-    const std::size_t slice = class_chunks_ / NodeIdentity::kMaxNodes;
-    start_[h] = begin + node * slice + (incarnation % kWindows) * (slice / kWindows);
+    slice_[h][0] = begin + node * slice;
+    slice_[h][1] = slice_[h][0] + slice;
+    start_[h] = slice_[h][0] + (incarnation % kWindows) * (slice / kWindows);
     start_hint_[h] = start_[h];
   }
 }
@@ -204,17 +206,25 @@ void ZoneImpl::place_locked(std::uint32_t node, std::uint32_t incarnation) noexc
 std::size_t ZoneImpl::find_wrapped(int h, std::size_t count, bool or_waiting) const noexcept {
   const std::size_t begin = h == 0 ? 0 : class_chunks_;
   const std::size_t end = h == 0 ? class_chunks_ : chunks_;
-  // hint_ and start_hint_ bound free chunks only: a search that may take waiting chunks walks all.
-  const std::size_t from = or_waiting ? start_[h] : std::max({start_[h], start_hint_[h], hint_[h]});
-  std::size_t i = find_free_run(from, end, count, or_waiting);
-  if (i != end) return i;
-  // The wrap covers the runs that start before start_[h], up to one ending just past it (those
-  // starting at start_[h] or later were searched above).
-  const std::size_t wrap_end = std::min(start_[h] + count - 1, end);
-  const std::size_t wrap_from = or_waiting ? begin : std::max(begin, hint_[h]);
-  if (wrap_from >= wrap_end) return end;
-  i = find_free_run(wrap_from, wrap_end, count, or_waiting);
-  return i != wrap_end ? i : end;
+  // Runs are searched by where they start, in four segments that partition the half: the node's
+  // slice from the incarnation's window on, the slice before the window, the rest of the half
+  // above the slice, then below it. A run may reach past its segment (into the next slice, when
+  // no run starting earlier fits). hint_ and start_hint_ bound free chunks only: a search that
+  // may take waiting chunks skips nothing.
+  const std::size_t low = or_waiting ? begin : std::max(begin, hint_[h]);
+  const std::size_t segments[4][2] = {
+      {or_waiting ? start_[h] : std::max({start_[h], start_hint_[h], hint_[h]}), slice_[h][1]},
+      {std::max(low, slice_[h][0]), start_[h]},
+      {std::max(low, slice_[h][1]), end},
+      {low, slice_[h][0]},
+  };
+  for (const auto& [from, to] : segments) {
+    if (from >= to) continue;
+    const std::size_t limit = std::min(to + count - 1, end);
+    const std::size_t i = find_free_run(from, limit, count, or_waiting);
+    if (i != limit) return i;
+  }
+  return end;
 }
 
 std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, HeapId owner,

@@ -166,9 +166,9 @@ class ZoneImpl {
   void take_locked(int half, std::size_t first, std::size_t count, HeapId owner) noexcept;
   // Where new heaps of this process start their search in each half (zone.h, "Slices").
   void place_locked(std::uint32_t node, std::uint32_t incarnation) noexcept;
-  // First fit for `count` chunks of half `h`, from start_[h] to the half's end, then from the
-  // half's beginning up to runs that would reach start_[h]; the half's end if none fits. Without
-  // `or_waiting`, the hints skip what is known to be used.
+  // First fit for `count` chunks of half `h`: from start_[h] to the end of the node's slice, then
+  // the slice before start_[h], then the rest of the half (zone.h, "Slices"); the half's end if
+  // none fits. Without `or_waiting`, the hints skip what is known to be used.
   std::size_t find_wrapped(int h, std::size_t count, bool or_waiting) const noexcept;
   // The first run of `count` chunks in [from, end) that are free (or free or waiting in
   // quarantine, `or_waiting`); `end` if there is none.
@@ -206,6 +206,7 @@ class ZoneImpl {
   std::size_t protected_chunks_ = 0;
   std::atomic<ChunkObserver*>* observers_ = nullptr;  // by the heap's first chunk (one per chunk)
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes
+  std::size_t slice_[2][2] = {{0, 0}, {0, 0}};  // the node's slice of each half: [begin, end)
   std::size_t start_[2] = {0, 0};  // where searches start: the node's slice, incarnation's window
   std::size_t start_hint_[2] = {0, 0};  // no free chunk in [start_, start_hint_)
   std::size_t accessible_end_[2] = {0, 0};

@@ -26,13 +26,13 @@
 // Slices. Each half of the zone is cut into NodeIdentity::kMaxNodes (64) slices, one per node id
 // (node_identity.h): in the default 64 TiB zone, 8192 chunks (512 GiB) of each half. A heap
 // created in a process takes its first chunk, and any chunk it adds, from its node's slice: the
-// first-fit search starts there and wraps around the half (spilling into other slices) only when
-// no run fits from the start to the half's end, so there is no cap on heaps per process, only
-// on the heaps that stay clear of other nodes. Within the slice, the search starts in one of
-// eight windows picked by the process's incarnation (1024 chunks each by default), so that the
-// heaps of a restarted node avoid those its previous seven incarnations created, as long as
-// each incarnation holds fewer heaps than a window (best effort: random incarnations may pick
-// the same window, and a big node fills its slice from the window on). A restore takes exactly
+// first-fit search starts there, wraps around within the slice, and spills into the rest of the
+// half (other nodes' slices) only when no run fits in the slice, so there is no cap on heaps per
+// process, only on the heaps that stay clear of other nodes. Within the slice, the search starts
+// in one of eight windows picked by the process's incarnation (1024 chunks each by default), so
+// that the heaps of a restarted node avoid those its previous seven incarnations created, as
+// long as each incarnation holds fewer heaps than a window (best effort: random incarnations may
+// pick the same window, and a big node fills its slice from the window on). A restore takes exactly
 // the chunks its snapshot lists, wherever they lie. What is guaranteed: processes with different
 // node ids, each within its slice, never create heaps at addresses the other's snapshots need;
 // anything else makes a restore fail with kRangeInUse naming both heaps, never corrupt one.
