@@ -11,14 +11,15 @@
 // directory), which makes it unique for 2^18 starts of the node, after which it wraps; without a
 // state directory it is random (getrandom), so two given starts of a node get the same
 // incarnation with probability 2^-18, and among k starts some two do with probability about
-// k^2 / 2^19 (1.9% for 100 starts, 17% for 300): configure a state directory where it matters.
+// 1 - exp(-k^2 / 2^19) (1.9% for 100 starts, 16% for 300): configure a state directory where it
+// matters.
 // The runtime puts both in every ActorRef it mints (runtime/include/reheap/actor_ref.h), so that
 // no two processes hand out the same reference.
 //
-// The identity is one per process and settles once, at the first of: the zone's reservation
-// (the first heap created or restored), a Runtime's construction, or a call of
-// NodeIdentity::current(). Configuration given after that must agree with it (else
-// std::logic_error): set the node before the first heap.
+// The identity is one per process (every Runtime of the process shares it) and settles once, at
+// the first of: the zone's reservation (the first heap created or restored), a Runtime's
+// construction, or a call of NodeIdentity::current(). Configuration given after that must agree
+// with it (else std::logic_error): set the node before the first heap.
 //
 // Thread safety: every function here may be called from any thread.
 #pragma once

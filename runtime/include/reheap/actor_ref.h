@@ -9,11 +9,12 @@
 //
 // What is guaranteed: a reference names at most one reactor ever, in every process whose
 // identities are distinct (different node ids, or a node's incarnations counted in a state
-// directory; random incarnations make that probable, not certain: see node_identity.h). A runtime
-// resolves a reference of its own origin through its slot table, and one of another origin
-// through the reactors restored from other processes (which keep their references): a reference
-// of another origin that names no reactor restored here is a dead letter (kNoSuchReactor), never
-// another reactor. A reference to a stopped reactor stays harmless: sends to it report
+// directory; random incarnations make that probable, not certain: see node_identity.h). Runtimes
+// of one process share its identity. A runtime resolves a reference of its own origin through its
+// slot table; a restored reactor that cannot have the slot its reference names (it comes from
+// another process, or a later reactor took the slot) keeps its reference and is found through a
+// map. A reference of another origin that names no reactor restored here is a dead letter
+// (kNoSuchReactor), never another reactor. A reference to a stopped reactor stays harmless: sends to it report
 // kNoSuchReactor (or are dropped as dead letters when the reactor stops with the message already
 // in flight), and a later reactor in the same slot has another generation; a slot whose 65,535
 // generations are spent is retired rather than reused.
