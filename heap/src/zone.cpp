@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "os.h"
+#include "reheap/node_identity.h"
 #include "report.h"
 #include "stale_access.h"
 #include "zone_impl.h"
@@ -62,6 +63,11 @@ void ZoneImpl::configure(const ZoneConfig& config) {
   if (c.base == 0) c.base = d.base;
   if (c.size == 0) c.size = d.size;
   validate(c);
+  if (c.node < -1 || c.node >= static_cast<int>(NodeIdentity::kMaxNodes)) {
+    throw std::logic_error("reheap: ZoneConfig::node " + std::to_string(c.node) + " is out of range (0.." +
+                           std::to_string(NodeIdentity::kMaxNodes - 1) + ")");
+  }
+  if (c.node >= 0) NodeIdentity::configure(NodeIdentityConfig{c.node, {}});
   config_ = c;
 }
 
@@ -90,6 +96,9 @@ void ZoneImpl::reserve_locked() {
     throw std::runtime_error("reheap: the heap needs 4 KiB pages; this system uses " +
                              std::to_string(os::page_size()));
   }
+  // Settled before anything is reserved, so that an unusable state directory leaves the zone as
+  // it was (and its message reaches the caller).
+  const NodeIdentity identity = NodeIdentity::current();
   chunks_ = c.size / kChunkSize;
   class_chunks_ = chunks_ / 2;
   const std::size_t bitmap_bytes = align_up(chunks_, 64) / 8;
@@ -101,10 +110,12 @@ void ZoneImpl::reserve_locked() {
   generation_ = static_cast<std::uint32_t*>(os::map_table(class_chunks_ * sizeof(std::uint32_t)));
   fifo_ = static_cast<QuarantinedRun*>(os::map_table(chunks_ * sizeof(QuarantinedRun)));
   released_ = static_cast<std::uint32_t*>(os::map_table(chunks_ * sizeof(std::uint32_t)));
+  restored_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
-      generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr) {
+      generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
+      restored_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -121,6 +132,7 @@ void ZoneImpl::reserve_locked() {
   hint_[1] = class_chunks_;
   accessible_end_[0] = 0;
   accessible_end_[1] = class_chunks_;
+  place_locked(identity.node, identity.incarnation);
   g_zone.owners.store(owners, std::memory_order_relaxed);
   g_zone.size.store(c.size, std::memory_order_relaxed);
   g_zone.class_span.store(class_chunks_ * kChunkSize, std::memory_order_relaxed);
@@ -177,17 +189,55 @@ std::size_t ZoneImpl::find_free_run(std::size_t from, std::size_t end, std::size
   }
 }
 
+void ZoneImpl::place_locked(std::uint32_t node, std::uint32_t incarnation) noexcept {
+  // One slice per node id, eight windows per slice (zone.h, "Slices"). A zone too small for a
+  // slice per node (under 64 chunks a half) starts every node at its half's beginning.
+  constexpr std::size_t kWindows = 8;
+  const std::size_t slice = class_chunks_ / NodeIdentity::kMaxNodes;
+  for (int h = 0; h < 2; ++h) {
+    const std::size_t begin = h == 0 ? 0 : class_chunks_;
+    slice_[h][0] = begin + node * slice;
+    slice_[h][1] = slice_[h][0] + slice;
+    start_[h] = slice_[h][0] + (incarnation % kWindows) * (slice / kWindows);
+    start_hint_[h] = start_[h];
+  }
+}
+
+std::size_t ZoneImpl::find_wrapped(int h, std::size_t count, bool or_waiting) const noexcept {
+  const std::size_t begin = h == 0 ? 0 : class_chunks_;
+  const std::size_t end = h == 0 ? class_chunks_ : chunks_;
+  // Runs are searched by where they start, in four segments that partition the half: the node's
+  // slice from the incarnation's window on, the slice before the window, the rest of the half
+  // above the slice, then below it. A run may reach past its segment (into the next slice, when
+  // no run starting earlier fits). hint_ and start_hint_ bound free chunks only: a search that
+  // may take waiting chunks skips nothing.
+  const std::size_t low = or_waiting ? begin : std::max(begin, hint_[h]);
+  const std::size_t segments[4][2] = {
+      {or_waiting ? start_[h] : std::max({start_[h], start_hint_[h], hint_[h]}), slice_[h][1]},
+      {std::max(low, slice_[h][0]), start_[h]},
+      {std::max(low, slice_[h][1]), end},
+      {low, slice_[h][0]},
+  };
+  for (const auto& [from, to] : segments) {
+    if (from >= to) continue;
+    const std::size_t limit = std::min(to + count - 1, end);
+    const std::size_t i = find_free_run(from, limit, count, or_waiting);
+    if (i != limit) return i;
+  }
+  return end;
+}
+
 std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, HeapId owner,
                                  std::uint64_t* mprotect_calls) noexcept {
   const int h = half == Half::kClass ? 0 : 1;
   const std::size_t end = h == 0 ? class_chunks_ : chunks_;
   std::lock_guard lock(mutex_);
   if (!reserved() || count == 0 || count > end) return 0;
-  std::size_t i = find_free_run(hint_[h], end, count, false);
+  std::size_t i = find_wrapped(h, count, false);
   if (i == end && waiting_[h] != 0) {
     // No free run, but quarantined chunks could make one: exactly those chunks give way (the
     // others keep guarding their stale pointers); a request they cannot meet evicts nothing.
-    i = find_free_run(h == 0 ? 0 : class_chunks_, end, count, true);
+    i = find_wrapped(h, count, true);
     if (i != end) {
       for (std::size_t k = i; k < i + count; ++k) {
         if (test(quarantined_, k)) {
@@ -199,13 +249,17 @@ std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, HeapId owner,
   }
   if (i == end) return 0;
   if (!make_accessible_locked(h, i + count, mprotect_calls)) return 0;
-  if (i == hint_[h]) hint_[h] = i + count;  // only once the chunks are really taken
+  // Only once the chunks are really taken. A run found where a search began means no chunk was
+  // free between that hint and the run (and none below hint_ at all).
+  if (i == std::max({start_[h], start_hint_[h], hint_[h]})) start_hint_[h] = i + count;
+  if (i == hint_[h]) hint_[h] = i + count;
   if (owner == 0) {
     // 31 bits of generation (bit 63 of an id is the tombstone's); 0 is skipped on wrap-around,
     // after 2^31 heaps in one chunk, when ids of that chunk could repeat.
     generation_[i] = (generation_[i] + 1) & 0x7fffffffu;
     if (generation_[i] == 0) generation_[i] = 1;
     owner = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
+    set_bits(restored_, i, 1, false);
   }
   take_locked(h, i, count, owner);
   return chunk_address(static_cast<std::uint32_t>(i));
@@ -232,6 +286,7 @@ bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
   if (head < class_chunks_ && generation_[head] < generation_of(owner)) {
     generation_[head] = generation_of(owner);  // later heaps there get later generations
   }
+  if (head >= first && head < first + count) set_bits(restored_, head, 1, true);
   take_locked(h, first, count, owner);
   return true;
 }
@@ -337,6 +392,7 @@ void ZoneImpl::evict_locked(std::size_t keep, int half) noexcept {
       unquarantine_locked(k);
       set_bits(used_, k, 1, false);
       if (k < hint_[h]) hint_[h] = k;
+      if (k >= start_[h] && k < start_hint_[h]) start_hint_[h] = k;
     }
   }
 }
@@ -350,6 +406,18 @@ std::size_t ZoneImpl::set_quarantine(std::size_t chunks) noexcept {
     evict_locked(quarantine_limit_, -1);
   }
   return before;
+}
+
+bool ZoneImpl::restored_here(HeapId id) const noexcept {
+  std::lock_guard lock(mutex_);
+  const std::uint32_t head = first_chunk_of(id);
+  return reserved() && head < chunks_ && test(restored_, head);
+}
+
+void ZoneImpl::mark_restored(HeapId id) noexcept {
+  std::lock_guard lock(mutex_);
+  const std::uint32_t head = first_chunk_of(id);
+  if (reserved() && head < chunks_) set_bits(restored_, head, 1, true);
 }
 
 std::size_t ZoneImpl::quarantined() const noexcept {
@@ -367,6 +435,8 @@ ZoneStats ZoneImpl::stats() const noexcept {
   s.large_chunks_in_use = in_use_[1];
   s.live_heaps = live_heaps_.load(std::memory_order_relaxed);
   s.quarantined_chunks = quarantined_chunks_;
+  s.class_start_chunk = start_[0];
+  s.large_start_chunk = start_[1];
   s.ignored_frees = ignored_frees_.load(std::memory_order_relaxed);
   return s;
 }

@@ -1,6 +1,6 @@
 // The zone's internals: the reservation, the chunk bitmap and the owner map.
 //
-// Chunks of each half are handed out lowest address first, and a half's pages are made
+// Chunks of each half are handed out first fit from the node's start (zone.h, "Slices"), and a half's pages are made
 // accessible (mprotect) by advancing a frontier in steps of kProtectStep chunks, never taken back:
 // released chunks are only discarded (madvise), so they read as zero when handed out again and
 // the whole zone stays a handful of VMAs however many heaps come and go.
@@ -81,8 +81,10 @@ class ZoneImpl {
 
   // Takes `count` contiguous free chunks of `half` for heap `owner` (0: a new heap, whose id is
   // made from the first chunk's index and its next generation). Returns the first chunk's
-  // address, or 0 if the half is full. The search is O(used and free regions of the half) and
-  // never walks chunk by chunk. `*mprotect_calls` is increased by the OS calls made.
+  // address, or 0 if the half is full. First fit from the half's start chunk (the node's slice),
+  // wrapping around; chunks waiting in quarantine are used only when no run of free ones fits
+  // anywhere in the half. The search is O(used and free regions of the half) and never walks
+  // chunk by chunk. `*mprotect_calls` is increased by the OS calls made.
   std::uintptr_t acquire(Half half, std::size_t count, HeapId owner,
                          std::uint64_t* mprotect_calls) noexcept;
 
@@ -131,6 +133,12 @@ class ZoneImpl {
   std::size_t quarantined() const noexcept;
   std::size_t set_quarantine(std::size_t chunks) noexcept;
 
+  // Whether live heap `id` was restored from a snapshot in this process (else created here).
+  bool restored_here(HeapId id) const noexcept;
+  // Records that live heap `id` came from a snapshot (restore_replacing adopts the chunks of the
+  // heap it replaces without acquire_at, which records it otherwise).
+  void mark_restored(HeapId id) noexcept;
+
   void count_ignored_free() noexcept { ignored_frees_.fetch_add(1, std::memory_order_relaxed); }
   void heap_created() noexcept { live_heaps_.fetch_add(1, std::memory_order_relaxed); }
   void heap_destroyed() noexcept { live_heaps_.fetch_sub(1, std::memory_order_relaxed); }
@@ -156,6 +164,12 @@ class ZoneImpl {
   void reserve_locked();
   bool make_accessible_locked(int half, std::size_t need_end, std::uint64_t* mprotect_calls) noexcept;
   void take_locked(int half, std::size_t first, std::size_t count, HeapId owner) noexcept;
+  // Where new heaps of this process start their search in each half (zone.h, "Slices").
+  void place_locked(std::uint32_t node, std::uint32_t incarnation) noexcept;
+  // First fit for `count` chunks of half `h`: from start_[h] to the end of the node's slice, then
+  // the slice before start_[h], then the rest of the half (zone.h, "Slices"); the half's end if
+  // none fits. Without `or_waiting`, the hints skip what is known to be used.
+  std::size_t find_wrapped(int h, std::size_t count, bool or_waiting) const noexcept;
   // The first run of `count` chunks in [from, end) that are free (or free or waiting in
   // quarantine, `or_waiting`); `end` if there is none.
   std::size_t find_free_run(std::size_t from, std::size_t end, std::size_t count, bool or_waiting) const noexcept;
@@ -181,6 +195,7 @@ class ZoneImpl {
   std::uint64_t* protected_ = nullptr;    // one bit per chunk: made inaccessible in quarantine
   std::uint32_t* generation_ = nullptr;   // by class chunk: the last heap generation created there
   std::uint32_t* released_ = nullptr;     // by chunk: the release that last put it in quarantine
+  std::uint64_t* restored_ = nullptr;     // one bit per chunk: a restored heap's first chunk
   std::uint32_t releases_ = 0;
   QuarantinedRun* fifo_ = nullptr;        // ring of quarantined runs, oldest at fifo_head_
   std::size_t fifo_head_ = 0;
@@ -191,6 +206,9 @@ class ZoneImpl {
   std::size_t protected_chunks_ = 0;
   std::atomic<ChunkObserver*>* observers_ = nullptr;  // by the heap's first chunk (one per chunk)
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes
+  std::size_t slice_[2][2] = {{0, 0}, {0, 0}};  // the node's slice of each half: [begin, end)
+  std::size_t start_[2] = {0, 0};  // where searches start: the node's slice, incarnation's window
+  std::size_t start_hint_[2] = {0, 0};  // no free chunk in [start_, start_hint_)
   std::size_t accessible_end_[2] = {0, 0};
   std::size_t in_use_[2] = {0, 0};
   std::atomic<std::size_t> live_heaps_{0};

@@ -1,6 +1,7 @@
 // CellTable: slots, generations and the free list (see cell.h).
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "cell.h"
 #include "reheap/heap_scope.h"
@@ -39,8 +40,63 @@ std::uint64_t CellTable::drain(Cell* c) noexcept {
   return n;
 }
 
+Cell* CellTable::find_relocated(ActorRef ref) const noexcept {
+  std::shared_lock lock(relocated_mutex_);
+  const auto it = relocated_.find(ref.value());
+  if (it == relocated_.end()) return nullptr;
+  Cell* c = it->second;
+  return c->id.load(std::memory_order_acquire) == ref.value() ? c : nullptr;
+}
+
 Cell* CellTable::acquire(std::uint64_t* dead) {
   std::lock_guard lock(mutex_);
+  return acquire_locked(dead);
+}
+
+Cell* CellTable::acquire_for(ActorRef ref, std::uint64_t* dead) {
+  std::lock_guard lock(mutex_);
+  if (ref.generation() == 0 || ref.slot() == 0) return nullptr;
+  {
+    std::shared_lock read(relocated_mutex_);
+    if (relocated_.count(ref.value()) != 0) return nullptr;
+  }
+  const std::uint32_t slot = ref.slot();
+  if (ref.origin() == origin_ && slot < kMaxCells) {
+    if (slot >= created_) {
+      const std::uint32_t first_new = created_ == 0 ? 1 : created_;
+      grow_to(slot + 1);
+      HeapScope system(nullptr);
+      for (std::uint32_t s = first_new; s < slot; ++s) free_.push_back(s);
+    }
+    Cell* c = cell(slot);
+    if (!in_use_[slot]) {
+      in_use_[slot] = true;
+      live_.fetch_add(1, std::memory_order_relaxed);
+      c->generation = ref.generation();
+      c->issued = std::max(c->issued, ref.generation());
+      *dead = drain(c);
+      return c;
+    }
+    // The occupant's generation is its reference's (or a relocated reactor's local one, which
+    // this reference's cannot be: see cell.h).
+    if (c->relocated_ref == 0 && c->generation == ref.generation()) return nullptr;
+  }
+  {
+    // Room first: once the cell is taken, nothing may throw.
+    HeapScope system(nullptr);
+    std::unique_lock write(relocated_mutex_);
+    relocated_.reserve(relocated_.size() + 1);
+  }
+  Cell* c = acquire_locked(dead);
+  HeapScope system(nullptr);
+  std::unique_lock write(relocated_mutex_);
+  relocated_.emplace(ref.value(), c);
+  c->relocated_ref = ref.value();
+  relocated_count_.fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+Cell* CellTable::acquire_locked(std::uint64_t* dead) {
   std::uint32_t slot = 0;
   for (;;) {
     if (free_.empty()) {
@@ -48,7 +104,8 @@ Cell* CellTable::acquire(std::uint64_t* dead) {
       if (created_ == 0) grow_to(1);
       if (created_ >= kMaxCells) {
         HeapScope system(nullptr);
-        throw std::length_error("reheap: the runtime has no free reactor slot (16M reactors live)");
+        throw std::length_error("reheap: the runtime has no free reactor slot (16M slots live or retired; " +
+                                std::to_string(retired_) + " retired after 65,535 reactors each)");
       }
       slot = created_;
       grow_to(created_ + 1);
@@ -56,7 +113,7 @@ Cell* CellTable::acquire(std::uint64_t* dead) {
     }
     slot = free_.back();
     free_.pop_back();
-    if (!in_use_[slot]) break;  // else taken by acquire_exact meanwhile
+    if (!in_use_[slot]) break;  // else taken by acquire_for meanwhile
   }
   in_use_[slot] = true;
   live_.fetch_add(1, std::memory_order_relaxed);
@@ -66,38 +123,27 @@ Cell* CellTable::acquire(std::uint64_t* dead) {
   return c;
 }
 
-Cell* CellTable::acquire_exact(ActorRef ref, std::uint64_t* dead) {
-  std::lock_guard lock(mutex_);
-  const std::uint32_t slot = ref.slot();
-  if (slot == 0 || slot >= kMaxCells || ref.generation() == 0) return nullptr;
-  if (slot >= created_) {
-    const std::uint32_t first_new = created_ == 0 ? 1 : created_;
-    grow_to(slot + 1);
-    HeapScope system(nullptr);
-    for (std::uint32_t s = first_new; s < slot; ++s) free_.push_back(s);
-  }
-  if (in_use_[slot]) return nullptr;
-  in_use_[slot] = true;
-  live_.fetch_add(1, std::memory_order_relaxed);
-  Cell* c = cell(slot);
-  c->generation = ref.generation();
-  c->issued = std::max(c->issued, ref.generation());
-  *dead = drain(c);
-  return c;
-}
-
 void CellTable::release(Cell* c) noexcept {
   c->id.store(0, std::memory_order_release);
   std::lock_guard lock(mutex_);
-  // Past every generation issued here, not just past the one leaving: after a restore of an
-  // older generation, `generation + 1` could be a generation a stale reference still holds.
-  if (c->issued == UINT32_MAX) {
-    c->generation = 1;  // wrapped around, as before: four billion reuses of one slot
-    c->issued = 0;
-  } else {
-    c->generation = c->issued + 1;
+  if (c->relocated_ref != 0) {
+    std::unique_lock write(relocated_mutex_);
+    relocated_.erase(c->relocated_ref);
+    c->relocated_ref = 0;
+    relocated_count_.fetch_sub(1, std::memory_order_relaxed);
   }
   in_use_[c->slot] = false;
+  // Past every generation issued here, not just past the one leaving: after a restore of an
+  // older generation, `generation + 1` could be a generation a stale reference still holds. A
+  // slot that has issued its last generation is retired, never reused: wrapping around would
+  // make old references valid again. The cell stays (cells are type-stable), so a retired slot
+  // costs its few hundred bytes; only a restore of one of its own references takes it again.
+  if (c->issued >= ActorRef::kMaxGeneration) {
+    ++retired_;
+    live_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  c->generation = c->issued + 1;
   {
     HeapScope system(nullptr);
     try {

@@ -23,7 +23,21 @@ class PendingReactor {
   SpawnOptions options;
 };
 
-RuntimeImpl::RuntimeImpl(Runtime& runtime, RuntimeConfig cfg) : owner(runtime), config(std::move(cfg)) {
+namespace {
+
+static_assert(ActorRef::kOriginBits == NodeIdentity::kNodeBits + NodeIdentity::kIncarnationBits &&
+                  ActorRef::kIncarnationBits == NodeIdentity::kIncarnationBits,
+              "an ActorRef's origin is a NodeIdentity::origin()");
+
+NodeIdentity settle_identity(const RuntimeConfig& config) {
+  NodeIdentity::configure(NodeIdentityConfig{config.node, config.state_dir});
+  return NodeIdentity::current();
+}
+
+}  // namespace
+
+RuntimeImpl::RuntimeImpl(Runtime& runtime, RuntimeConfig cfg)
+    : owner(runtime), config(std::move(cfg)), identity(settle_identity(config)), cells(identity.origin()) {
   int n = config.workers;
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
   if (n <= 0) n = 1;
@@ -181,6 +195,8 @@ Runtime::~Runtime() {
 
 int Runtime::workers() const noexcept { return static_cast<int>(impl_->workers.size()); }
 
+NodeIdentity Runtime::identity() const noexcept { return impl_->identity; }
+
 Runtime* Runtime::current() noexcept {
   Worker* w = Worker::current();
   return w != nullptr ? &w->runtime().owner : nullptr;
@@ -262,7 +278,7 @@ ActorRef Runtime::finish_spawn(detail::PendingReactor* p, Reactor* reactor) {
   Cell* c = impl_->cells.acquire(&dead);  // throws when full: the pending heap goes
   impl_->external_consumed.fetch_add(dead, std::memory_order_relaxed);
   impl_->dead_letters.fetch_add(dead, std::memory_order_relaxed);
-  const ActorRef ref((static_cast<std::uint64_t>(c->generation) << 32) | c->slot);
+  const ActorRef ref = ActorRef::make(impl_->cells.origin(), c->slot, c->generation);
   detail::ReactorAccess::self(*reactor) = ref;
   pending->heap->set_root(reactor);
   return publish(*impl_, c, std::move(pending->heap), reactor, pending->options, ref, false);
@@ -315,7 +331,8 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
   Reactor* reactor = detail::reactor_of(*heap, file);
   const ActorRef ref = detail::ReactorAccess::self(*reactor);
   std::uint64_t dead = 0;
-  Cell* c = impl_->cells.acquire_exact(ref, &dead);
+  // The reactor keeps its reference, in its own slot or relocated (cell.h).
+  Cell* c = impl_->cells.acquire_for(ref, &dead);
   if (c == nullptr) {
     throw std::runtime_error("reheap::Runtime::restore: " + file.string() + ": reactor " +
                              std::to_string(ref.value()) + " is alive in this runtime");

@@ -32,6 +32,7 @@ class RuntimeImpl {
 
   Runtime& owner;
   const RuntimeConfig config;
+  const NodeIdentity identity;  // the process's, as this runtime's config asked (see runtime.h)
   CellTable cells;
   std::vector<std::unique_ptr<Worker>> workers;
 

@@ -15,6 +15,7 @@
 #include "misuse_support.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap.h"
+#include "reheap/node_identity.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
 
@@ -93,7 +94,16 @@ TEST(ReviewRegression, ARequestTheQuarantinedChunksCannotMeetLeavesThemInQuarant
 }  // namespace reheap
 
 int scattered_quarantine() {
+  // The scenario needs blocks that tile the large half from its first chunk: node 0's first
+  // incarnation (a fresh counter) starts its search there; another would start one window in
+  // (zone.h, "Slices"), leaving single chunks at both ends of the half.
+  char state[] = "/tmp/reheap-scattered-XXXXXX";
+  if (::mkdtemp(state) == nullptr) return 6;
+  reheap::NodeIdentity::configure(reheap::NodeIdentityConfig{0, state});
   reheap::Zone::configure(reheap::ZoneConfig{0, std::size_t{64} << 30, 4096});  // 128 may wait
+  const reheap::NodeIdentity identity = reheap::NodeIdentity::current();
+  std::filesystem::remove_all(state);
+  if (identity.incarnation != 0) return 7;
   reheap::HeapPtr heap = reheap::Heap::create();
   std::vector<void*> blocks;
   while (void* p = heap->allocate(std::size_t{100} << 20)) blocks.push_back(p);  // 2 chunks each

@@ -232,7 +232,7 @@ TEST(Messaging, SendToAStoppedReactorSaysSo) {
 class SenderEcho : public Reactor {
  public:
   explicit SenderEcho(Probe* probe) : probe_(probe) { handle<&SenderEcho::on_tagged>(); }
-  // The message carries the sender's own reference: (generation, slot).
+  // The message carries the sender's own reference: its high and low 32 bits.
   void on_tagged(const Tagged& t) {
     const ActorRef claimed((std::uint64_t{t.sender} << 32) | t.seq);
     probe_->done(sender() == claimed ? 1 : 2);
@@ -246,7 +246,7 @@ class SendsItsRef : public Reactor {
  public:
   explicit SendsItsRef(ActorRef to) : to_(to) {}
   void on_start() override {
-    send(to_, Tagged{self().generation(), self().slot()});
+    send(to_, Tagged{static_cast<std::uint32_t>(self().value() >> 32), static_cast<std::uint32_t>(self().value())});
   }
 
  private:

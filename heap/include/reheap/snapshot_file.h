@@ -73,6 +73,10 @@ struct SnapshotHeader {
   bool has_program_refs = false;
   std::vector<ProgramRef> program_refs;
   std::string tracking;  // write tracking used for this file, or "none: <why>"
+  // The saving process's NodeIdentity (node_identity.h); -1 when the file does not say (written
+  // before the header had these keys).
+  std::int64_t saved_by_node = -1;
+  std::int64_t saved_by_incarnation = -1;
 };
 
 // One page run: `pages` pages at `address`, either data (stored in the file) or zero.

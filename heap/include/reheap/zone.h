@@ -23,6 +23,20 @@
 // a request can be met only with waiting chunks (exactly those leave), or a snapshot restored in
 // the process needs those chunks.
 //
+// Slices. Each half of the zone is cut into NodeIdentity::kMaxNodes (64) slices, one per node id
+// (node_identity.h): in the default 64 TiB zone, 8192 chunks (512 GiB) of each half. A heap
+// created in a process takes its first chunk, and any chunk it adds, from its node's slice: the
+// first-fit search starts there, wraps around within the slice, and spills into the rest of the
+// half (other nodes' slices) only when no run fits in the slice, so there is no cap on heaps per
+// process, only on the heaps that stay clear of other nodes. Within the slice, the search starts
+// in one of eight windows picked by the process's incarnation (1024 chunks each by default), so
+// that the heaps of a restarted node avoid those its previous seven incarnations created, as
+// long as each incarnation holds fewer heaps than a window (best effort: random incarnations may
+// pick the same window, and a big node fills its slice from the window on). A restore takes exactly
+// the chunks its snapshot lists, wherever they lie. What is guaranteed: processes with different
+// node ids, each within its slice, never create heaps at addresses the other's snapshots need;
+// anything else makes a restore fail with kRangeInUse naming both heaps, never corrupt one.
+//
 // Thread safety: every function here may be called from any thread.
 #pragma once
 
@@ -37,6 +51,9 @@ struct ZoneConfig {
   // Chunks given back that wait before reuse (64 MiB of address space each, no memory: their
   // pages are discarded). At most an eighth of the zone's chunks; 0 turns the quarantine off.
   std::size_t quarantine_chunks = 4096;
+  // The process's node id (0..63), deciding the slice new heaps take chunks from (see above and
+  // node_identity.h); -1: REHEAP_NODE, or 0.
+  int node = -1;
 };
 
 struct ZoneStats {
@@ -47,6 +64,10 @@ struct ZoneStats {
   std::size_t large_chunks_in_use = 0;
   std::size_t live_heaps = 0;
   std::size_t quarantined_chunks = 0;  // given back, waiting before reuse
+  // Where the first-fit search for a new heap's chunks starts in each half (chunk indexes): the
+  // node's slice and the incarnation's window in it (see above). Set when the zone is reserved.
+  std::size_t class_start_chunk = 0;
+  std::size_t large_start_chunk = 0;
   // Frees that named a zone address owned by no heap, or by a heap that is not current on the
   // calling thread, in builds without REHEAP_CHECKS. They are ignored (the block leaks) so that a
   // foreign heap is never corrupted; checked builds abort instead.
@@ -55,8 +76,8 @@ struct ZoneStats {
 
 class Zone {
  public:
-  // Sets the range before first use. Throws std::logic_error if the zone is already reserved or
-  // the config is malformed (unaligned base, size too small).
+  // Sets the range and the node before first use. Throws std::logic_error if the zone is already
+  // reserved or the config is malformed (unaligned base, size too small, node out of range).
   static void configure(const ZoneConfig& config);
 
   // The zone's defaults for this build: 64 TiB at 17 TiB (above ASan's shadow, below PIE

@@ -66,7 +66,8 @@ void key(Packer& pk, const char* k) { pk.pack(std::string_view(k)); }
 std::vector<unsigned char> encode_header(const SnapshotHeader& h) {
   msgpack::sbuffer buffer;
   Packer pk(buffer);
-  pk.pack_map(23);
+  const bool identity = h.saved_by_node >= 0 && h.saved_by_incarnation >= 0;
+  pk.pack_map(identity ? 25 : 23);
   key(pk, "kind"), pk.pack(static_cast<unsigned>(h.kind));
   key(pk, "id"), pk.pack(h.id);
   key(pk, "parent_id"), pk.pack(h.parent_id);
@@ -125,6 +126,10 @@ std::vector<unsigned char> encode_header(const SnapshotHeader& h) {
     pk.pack(r.words);
   }
   key(pk, "tracking"), pk.pack(h.tracking);
+  if (identity) {
+    key(pk, "node"), pk.pack(static_cast<std::uint64_t>(h.saved_by_node));
+    key(pk, "incarnation"), pk.pack(static_cast<std::uint64_t>(h.saved_by_incarnation));
+  }
   key(pk, "format"), pk.pack(std::string_view("reheap snapshot, see heap/SNAPSHOT_FORMAT.md"));
   key(pk, "writer"), pk.pack(std::string_view("reheap 0.1"));
   return std::vector<unsigned char>(buffer.data(), buffer.data() + buffer.size());
@@ -140,14 +145,12 @@ class Fields {
     map_ = &map.via.map;
   }
 
+  bool has(const char* k) const noexcept { return find(k) != nullptr; }
   const msgpack::object& get(const char* k) const {
-    const msgpack::object* value = find(k);
-    if (value == nullptr) bad(std::string("the header has no field \"") + k + "\"");
-    return *value;
+    if (const msgpack::object* o = find(k)) return *o;
+    bad(std::string("the header has no field \"") + k + "\"");
   }
-
-  // The value of an optional key, or null.
-  const msgpack::object* find(const char* k) const {
+  const msgpack::object* find(const char* k) const noexcept {
     for (std::uint32_t i = 0; i < map_->size; ++i) {
       const msgpack::object& key_object = map_->ptr[i].key;
       if (key_object.type == msgpack::type::STR && key_object.via.str.size == std::strlen(k) &&
@@ -277,6 +280,11 @@ SnapshotHeader decode_header(const unsigned char* data, std::size_t size, std::u
   h.limit_bytes = f.u64("limit");
   h.committed_bytes = f.u64("committed");
   h.tracking = f.str("tracking");
+  // Optional (added after version 1 first shipped; only messages use them).
+  if (f.has("node") && f.has("incarnation")) {
+    h.saved_by_node = static_cast<std::int64_t>(f.u32("node"));
+    h.saved_by_incarnation = static_cast<std::int64_t>(f.u32("incarnation"));
+  }
   // Version 1 has one geometry. Checking it here (not only in restore) bounds every run a reader
   // hands out to one 64 MiB chunk, whatever a crafted header claims.
   if (h.page_size != kPageSize) f.bad("page size " + std::to_string(h.page_size) + " (version 1 has 4096)");

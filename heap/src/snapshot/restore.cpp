@@ -16,6 +16,7 @@
 #include "relocation.h"
 #include "state_check.h"
 #include "reheap/heap_scope.h"
+#include "reheap/node_identity.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
 
@@ -111,6 +112,37 @@ void check_zone(const SnapshotHeader& h, const std::string& name) {
   }
 }
 
+// Why chunk `index` cannot be taken, naming both heaps that want it and how to avoid that.
+std::string collision(const SnapshotHeader& h, std::uint32_t index) {
+  const std::uintptr_t address = detail::ZoneImpl::chunk_address(index);
+  const detail::HeapId owner = detail::ZoneImpl::owner_of(address);
+  char where[64];
+  std::snprintf(where, sizeof where, "%#llx", static_cast<unsigned long long>(address));
+  std::string saved_by = "saved by an unrecorded node";
+  if (h.saved_by_node >= 0) {
+    saved_by = "saved by node " + std::to_string(h.saved_by_node) + " incarnation " +
+               std::to_string(h.saved_by_incarnation);
+  }
+  const NodeIdentity here = NodeIdentity::current();
+  const bool restored = detail::zone().restored_here(owner);
+  // Heap ids repeat between processes (first chunk and a per-process generation): the same id
+  // is the same heap only if this process saved it or restored it.
+  const bool saved_here = h.saved_by_node < 0 || (h.saved_by_node == here.node &&
+                                                  h.saved_by_incarnation == here.incarnation);
+  if (owner == h.heap_id && (restored || saved_here)) {
+    return "the heap's chunk " + std::to_string(index) + " at " + where + " is in use in this process: heap " +
+           std::to_string(h.heap_id) + " is still alive here (destroy it first, or restore in another process)";
+  }
+  return "the heap's chunk " + std::to_string(index) + " at " + where + " belongs to live heap " +
+         std::to_string(owner) + " (" +
+         (restored ? "restored in this process from another snapshot" : "created in this process") +
+         ", node " + std::to_string(here.node) + " incarnation " + std::to_string(here.incarnation) +
+         "); the snapshot holds heap " + std::to_string(h.heap_id) + ", " + saved_by +
+         ". Give processes that exchange snapshots different node ids (REHEAP_NODE, ZoneConfig::node, "
+         "RuntimeConfig::node) and keep each within its slice of the zone, or restore before creating "
+         "heaps (spawning reactors)";
+}
+
 bool listed(const std::vector<SnapshotChunk>& chunks, std::uint32_t index) {
   return std::binary_search(chunks.begin(), chunks.end(), SnapshotChunk{index, ChunkUse::kClass, false},
                             [](const SnapshotChunk& a, const SnapshotChunk& b) { return a.index < b.index; });
@@ -202,14 +234,7 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
   }
   for (const SnapshotChunk& c : final.chunks) {
     if (std::binary_search(adopted.begin(), adopted.end(), c.index)) continue;
-    if (!taken.take(c.index)) {
-      char what[200];
-      std::snprintf(what, sizeof what,
-                    "the heap's chunk %u at %#llx is in use in this process (is the heap still alive? "
-                    "destroy it first, or restore in another process)",
-                    c.index, static_cast<unsigned long long>(detail::ZoneImpl::chunk_address(c.index)));
-      fail(SnapshotErrc::kRangeInUse, name, what);
-    }
+    if (!taken.take(c.index)) fail(SnapshotErrc::kRangeInUse, name, collision(final, c.index));
   }
   // The chain was checked by snapshot_chain(); check again that the files read now are the ones
   // it saw, in case one was replaced meanwhile.
@@ -238,6 +263,7 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
   convert_build_flavour(final, h);  // after the check: it follows the free lists
   detail::poison_free_blocks(h);
   detail::zone().heap_created();
+  detail::zone().mark_restored(final.heap_id);
   taken.keep();
   return HeapPtr(h);
 }

@@ -23,6 +23,7 @@
 #include "program_scan.h"
 #include "relocation.h"
 #include "reheap/heap_scope.h"
+#include "reheap/node_identity.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
 #include "used_pages.h"
@@ -273,6 +274,11 @@ SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std
   }
   header.layout = current_program_layout();
   header.tracking = mechanism();
+  if (NodeIdentity::settled()) {  // it is once the zone is reserved; read, never settled here
+    const NodeIdentity node = NodeIdentity::current();
+    header.saved_by_node = node.node;
+    header.saved_by_incarnation = node.incarnation;
+  }
 
   SnapshotInfo info;
   {

@@ -40,6 +40,7 @@
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 #include "reheap/message.h"
+#include "reheap/node_identity.h"
 #include "reheap/program_layout.h"
 #include "reheap/reactor.h"
 #include "reheap/reactor_stats.h"
@@ -65,6 +66,13 @@ struct RuntimeConfig {
   std::chrono::milliseconds drain_timeout{5'000};
   // Called on the failing reactor's worker thread, with no heap current. Must not block.
   std::function<void(const ReactorFailed&)> on_failure{};
+  // The process's node identity (node_identity.h), which every ActorRef minted here carries and
+  // which decides where the process's heaps lie in the zone: the node id (0..63; -1: REHEAP_NODE,
+  // or 0) and a directory keeping the node's incarnation counter (empty: REHEAP_STATE_DIR, or a
+  // random incarnation). The identity is the process's, settled by its first heap or runtime:
+  // a later runtime asking for another one throws std::logic_error.
+  int node = -1;
+  std::filesystem::path state_dir{};
 };
 
 struct RuntimeStats {
@@ -176,6 +184,9 @@ class Runtime {
 
   // The runtime whose worker is the calling thread, or null.
   static Runtime* current() noexcept;
+
+  // The identity whose origin this runtime's references carry (see actor_ref.h).
+  NodeIdentity identity() const noexcept;
 
  private:
   detail::PendingReactor* begin_spawn(const SpawnOptions& options);
