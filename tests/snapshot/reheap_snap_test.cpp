@@ -113,6 +113,7 @@ TEST_F(ReheapSnap, InfoReportsChunksAndPagesOfTheHeader) {
   for (int i = 0; i < 5; ++i) fill(heap.allocate(4096), 4096, 2);  // class 16: 4 KiB
   fill(heap.allocate(100 * 1024), 100 * 1024, 3);                  // a large page run
   fill(heap.allocate(3 << 20), 3 << 20, 4);                        // a huge block
+  *static_cast<const char**>(heap.allocate(8)) = "a literal for reheap-snap info";  // a program ref
   const HeapStats stats = heap.stats();
   snapshotter_->save(path("a.snap"));
   const SnapshotHeader header = read_snapshot_header(path("a.snap"));
@@ -144,6 +145,10 @@ TEST_F(ReheapSnap, InfoReportsChunksAndPagesOfTheHeader) {
   EXPECT_TRUE(json["chain"]["ok"].flag);
   EXPECT_EQ(json["chain"]["files"].items.size(), 1u);
   EXPECT_FALSE(json["layout"].items.empty());
+  EXPECT_TRUE(json["program_refs"]["listed"].flag);
+  EXPECT_EQ(json["program_refs"]["values"].number, 1u);
+  EXPECT_EQ(json["program_refs"]["literals"].number, 1u);
+  EXPECT_EQ(json["saved_by_node"].number, static_cast<std::uint64_t>(header.saved_by_node));
 
   const ToolResult text = run_tool({"info", path("a.snap")});
   ASSERT_EQ(text.exit_code, 0) << text.err;
@@ -151,6 +156,9 @@ TEST_F(ReheapSnap, InfoReportsChunksAndPagesOfTheHeader) {
             std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("chain       1 file"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("prog refs   1 values in 1 words: symbols 0, literals 1, unresolved 0"),
+            std::string::npos)
+      << text.out;
 }
 
 // info reads the whole file by default: a file whose pages or trailer are bad is reported bad

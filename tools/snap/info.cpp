@@ -24,6 +24,23 @@
 namespace reheap::snap {
 namespace {
 
+// The header's pointers into the program, by kind (reheap/program_refs.h).
+struct RefCounts {
+  std::uint64_t values = 0;
+  std::uint64_t words = 0;
+  std::uint64_t by_kind[3] = {};
+};
+
+RefCounts count_refs(const SnapshotHeader& h) {
+  RefCounts out;
+  for (const ProgramRef& r : h.program_refs) {
+    ++out.values;
+    out.words += r.words;
+    out.by_kind[static_cast<unsigned>(r.kind)] += r.words;
+  }
+  return out;
+}
+
 struct ChainEntry {
   std::filesystem::path file;
   SnapshotKind kind = SnapshotKind::kFull;
@@ -121,6 +138,19 @@ void print_text(const std::filesystem::path& file, const SnapshotHeader& h, cons
     std::printf("  %s %s %s%s\n", hex(object.base).c_str(),
                 object.build_id.empty() ? "(no build-id)" : object.build_id.c_str(),
                 object.path.c_str(), object.main_executable ? " (main)" : "");
+  }
+  const RefCounts refs = count_refs(h);
+  if (h.has_program_refs) {
+    std::printf("prog refs   %llu values in %llu words: symbols %llu, literals %llu, unresolved %llu\n",
+                static_cast<unsigned long long>(refs.values), static_cast<unsigned long long>(refs.words),
+                static_cast<unsigned long long>(refs.by_kind[0]), static_cast<unsigned long long>(refs.by_kind[1]),
+                static_cast<unsigned long long>(refs.by_kind[2]));
+  } else {
+    std::printf("prog refs   not listed (an older writer: restores only in the same layout)\n");
+  }
+  if (h.saved_by_node >= 0) {
+    std::printf("saved by    node %lld, incarnation %lld\n", static_cast<long long>(h.saved_by_node),
+                static_cast<long long>(h.saved_by_incarnation));
   }
   std::printf("tracking    %s\n", h.tracking.c_str());
   std::printf("verified    %s\n", verdict_text(verdict).c_str());
@@ -220,6 +250,20 @@ void print_json(const std::filesystem::path& file, const SnapshotHeader& h, cons
     json.end_object();
   }
   json.end_array();
+  const RefCounts refs = count_refs(h);
+  json.key("program_refs");
+  json.begin_object();
+  json.field("listed", h.has_program_refs);
+  json.field("values", refs.values);
+  json.field("words", refs.words);
+  json.field("symbols", refs.by_kind[0]);
+  json.field("literals", refs.by_kind[1]);
+  json.field("unresolved", refs.by_kind[2]);
+  json.end_object();
+  if (h.saved_by_node >= 0) {
+    json.field("saved_by_node", static_cast<std::uint64_t>(h.saved_by_node));
+    json.field("saved_by_incarnation", static_cast<std::uint64_t>(h.saved_by_incarnation));
+  }
   json.field("tracking", h.tracking);
 
   json.key("verified");
