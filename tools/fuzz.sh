@@ -148,10 +148,16 @@ if ! { cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DREHEAP_FUZ
   exit 1
 fi
 
-# Seeds and hostile inputs are regenerated each run: a rebuilt binary has a new layout.
+# Seeds and hostile inputs are regenerated each run: a rebuilt binary has a new layout. Each
+# generator runs as node 0's first incarnation (a fresh state directory), whose heaps start at
+# the first chunk of the node's slice: a random incarnation would place them at one of eight
+# windows (zone.h), and the hostile inputs find header fields by their values.
 rm -f "$seeds"/*.snap "$generated"/*.snap
-if ! REHEAP_FUZZ_WRITE_SEEDS="$seeds" "$fuzzer" >"$build/seeds.log" 2>&1 ||
-   ! REHEAP_FUZZ_WRITE_REGRESSIONS="$generated" "$fuzzer" >"$build/regressions.log" 2>&1; then
+first_incarnation() { rm -rf "$build/state" && mkdir -p "$build/state" && echo "$build/state"; }
+if ! REHEAP_NODE=0 REHEAP_STATE_DIR="$(first_incarnation)" REHEAP_FUZZ_WRITE_SEEDS="$seeds" "$fuzzer" \
+       >"$build/seeds.log" 2>&1 ||
+   ! REHEAP_NODE=0 REHEAP_STATE_DIR="$(first_incarnation)" REHEAP_FUZZ_WRITE_REGRESSIONS="$generated" \
+       "$fuzzer" >"$build/regressions.log" 2>&1; then
   cat "$build/seeds.log" "$build/regressions.log" 2>/dev/null | grep -v '^INFO' | tail -20
   echo "fuzz: FAILED: the fuzzer could not write its seeds or hostile inputs"
   exit 1
