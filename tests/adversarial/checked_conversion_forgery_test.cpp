@@ -15,6 +15,7 @@
 #include "forger.h"
 #include "heap_state.h"
 #include "reheap/heap.h"
+#include "misuse_support.h"
 #include "reheap/size_class.h"
 #include "reheap/snapshot.h"
 #include "reheap/snapshot_file.h"
@@ -22,11 +23,7 @@
 namespace reheap::adversarial {
 namespace {
 
-#if defined(REHEAP_TEST_CHECKS)
-constexpr bool kChecked = true;
-#else
-constexpr bool kChecked = false;
-#endif
+using testsupport::kChecked;
 
 std::filesystem::path other_build_fixture() {
   return std::filesystem::path(REHEAP_FIXTURE_DIR) / (kChecked ? "release.snap" : "checked.snap");

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "conversion_fixture.h"
+#include "misuse_support.h"
 #include "reheap/size_class.h"
 #include "reheap/snapshot.h"
 #include "reheap/snapshot_file.h"
@@ -22,11 +23,7 @@
 namespace reheap::snaptest {
 namespace {
 
-#if defined(REHEAP_TEST_CHECKS)
-constexpr bool kChecked = true;
-#else
-constexpr bool kChecked = false;
-#endif
+using testsupport::kChecked;
 
 RestoreOptions any_layout() { return RestoreOptions{.layout = LayoutCheck::kNone}; }
 

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <new>
 
+#include "misuse_support.h"
 #include "reheap/size_class.h"
 #include "reheap/snapshot.h"
 
@@ -14,11 +15,7 @@
 namespace reheap::snaptest {
 namespace {
 
-#if defined(REHEAP_TEST_CHECKS)
-constexpr bool kThisBuildChecked = true;
-#else
-constexpr bool kThisBuildChecked = false;
-#endif
+constexpr bool kThisBuildChecked = testsupport::kChecked;
 
 constexpr std::size_t kWhole = 2 * kPageSize;
 

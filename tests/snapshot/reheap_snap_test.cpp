@@ -93,6 +93,16 @@ class ReheapSnap : public ::testing::Test {
   std::unique_ptr<Snapshotter> snapshotter_;
 };
 
+// Copies `from` to `to` with one bit of the byte at `offset` flipped: a damaged page or header.
+void copy_with_a_bit_flipped(const fs::path& from, const fs::path& to, std::uintmax_t offset) {
+  fs::copy_file(from, to);
+  std::fstream file(to, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekg(static_cast<std::streamoff>(offset));
+  const char c = static_cast<char>(file.get());
+  file.seekp(static_cast<std::streamoff>(offset));
+  file.put(static_cast<char>(c ^ 0x10));
+}
+
 TEST_F(ReheapSnap, UsageErrorsExitTwoAndHelpDocumentsExitCodes) {
   EXPECT_EQ(run_tool({}).exit_code, 2);
   EXPECT_EQ(run_tool({"frobnicate", "x"}).exit_code, 2);
@@ -168,14 +178,7 @@ TEST_F(ReheapSnap, InfoVerifiesTheWholeFileOrSaysItDidNot) {
   fill(heap.allocate(512 * 1024), 512 * 1024, 19);
   snapshotter_->save(path("good.snap"));
   const auto size = fs::file_size(path("good.snap"));
-  fs::copy_file(path("good.snap"), path("flipped.snap"));
-  {
-    std::fstream file(path("flipped.snap"), std::ios::in | std::ios::out | std::ios::binary);
-    file.seekg(static_cast<std::streamoff>(size / 2));
-    const char c = static_cast<char>(file.get());
-    file.seekp(static_cast<std::streamoff>(size / 2));
-    file.put(static_cast<char>(c ^ 0x10));
-  }
+  copy_with_a_bit_flipped(path("good.snap"), path("flipped.snap"), size / 2);
   fs::copy_file(path("good.snap"), path("short.snap"));
   fs::resize_file(path("short.snap"), size - 8);  // the trailer's digest is cut
 
@@ -226,14 +229,7 @@ TEST_F(ReheapSnap, VerifyAcceptsAGoodFileAndRejectsAFlippedBitOrATruncation) {
   EXPECT_NE(good.out.find(": ok"), std::string::npos) << good.out;
 
   const auto size = fs::file_size(path("good.snap"));
-  fs::copy_file(path("good.snap"), path("flipped.snap"));
-  {
-    std::fstream file(path("flipped.snap"), std::ios::in | std::ios::out | std::ios::binary);
-    file.seekg(static_cast<std::streamoff>(size / 2));
-    const char c = static_cast<char>(file.get());
-    file.seekp(static_cast<std::streamoff>(size / 2));
-    file.put(static_cast<char>(c ^ 0x10));
-  }
+  copy_with_a_bit_flipped(path("good.snap"), path("flipped.snap"), size / 2);
   const ToolResult flipped = run_tool({"verify", path("flipped.snap")});
   EXPECT_EQ(flipped.exit_code, 1) << flipped.out << flipped.err;
   EXPECT_NE(flipped.out.find(to_string(SnapshotErrc::kCorrupt)), std::string::npos)

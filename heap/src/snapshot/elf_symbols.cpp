@@ -5,6 +5,8 @@
 // anything malformed means "no symbols" with a reason, never a crash.
 #include "elf_symbols.h"
 
+#include "elf_notes.h"
+
 #include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -42,44 +44,27 @@ struct Image {
   }
 };
 
-std::string hex(const unsigned char* bytes, std::size_t n) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    out.push_back(kDigits[bytes[i] >> 4]);
-    out.push_back(kDigits[bytes[i] & 0xf]);
-  }
-  return out;
-}
-
 // The GNU build-id among the file's note sections, "" if none.
 std::string file_build_id(const Image& image, const Elf64_Ehdr& eh) {
   for (unsigned i = 0; i < eh.e_shnum; ++i) {
     const auto* sh = image.at<Elf64_Shdr>(eh.e_shoff + std::uint64_t{i} * sizeof(Elf64_Shdr));
     if (sh == nullptr || sh->sh_type != SHT_NOTE || !image.holds(sh->sh_offset, sh->sh_size)) continue;
-    const std::uint64_t align = sh->sh_addralign == 8 ? 8 : 4;
-    std::uint64_t at = 0;
-    while (at + sizeof(Elf64_Nhdr) <= sh->sh_size) {
-      const auto* note = image.at<Elf64_Nhdr>(sh->sh_offset + at);
-      const std::uint64_t name_at = at + sizeof(Elf64_Nhdr);
-      const std::uint64_t desc_at = name_at + ((note->n_namesz + align - 1) & ~(align - 1));
-      const std::uint64_t next = desc_at + ((note->n_descsz + align - 1) & ~(align - 1));
-      if (next > sh->sh_size) break;
-      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
-          std::memcmp(image.data + sh->sh_offset + name_at, "GNU", 4) == 0) {
-        return hex(image.data + sh->sh_offset + desc_at, note->n_descsz);
-      }
-      at = next;
-    }
+    std::string id = build_id_in_notes(image.data + sh->sh_offset, sh->sh_size, sh->sh_addralign == 8 ? 8 : 4);
+    if (!id.empty()) return id;
   }
   return {};
 }
 
 std::mutex g_cache_mutex;
-// By build-id (or path, for an object without one). Tables are never dropped: a process loads
-// few objects, and a table is read only for objects a heap points into.
-std::map<std::string, std::shared_ptr<const SymbolTable>>& cache() {
-  static auto* tables = new std::map<std::string, std::shared_ptr<const SymbolTable>>();
+// By build-id (or path, for an object without one), with why a table could not be read. Tables
+// are never dropped: a process loads few objects, and a table is read only for objects a heap
+// points into.
+struct CachedTable {
+  std::shared_ptr<const SymbolTable> table;
+  std::string why;
+};
+std::map<std::string, CachedTable>& cache() {
+  static auto* tables = new std::map<std::string, CachedTable>();
   return *tables;
 }
 
@@ -93,15 +78,13 @@ std::shared_ptr<const SymbolTable> SymbolTable::of(const LoadedObject& object, s
   const std::string key = object.build_id.empty() ? "path:" + object.path : object.build_id;
   std::lock_guard lock(g_cache_mutex);
   auto it = cache().find(key);
-  if (it != cache().end()) {
-    if (it->second == nullptr && why != nullptr) {
-      load(object, why);  // the reason is not cached; reading it again is rare (errors only)
-    }
-    return it->second;
+  if (it == cache().end()) {
+    CachedTable entry;
+    entry.table = load(object, &entry.why);
+    it = cache().emplace(key, std::move(entry)).first;
   }
-  std::shared_ptr<const SymbolTable> table = load(object, why);
-  cache().emplace(key, table);
-  return table;
+  if (it->second.table == nullptr && why != nullptr) *why = it->second.why;
+  return it->second.table;
 }
 
 std::shared_ptr<const SymbolTable> SymbolTable::load(const LoadedObject& object, std::string* why) {

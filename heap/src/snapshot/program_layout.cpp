@@ -11,6 +11,8 @@
 // which is why nothing here is cached in a static.
 #include "reheap/program_layout.h"
 
+#include "elf_notes.h"
+
 #include <elf.h>
 #include <link.h>
 #include <limits.h>
@@ -25,6 +27,7 @@
 #include <string_view>
 
 namespace reheap {
+namespace detail::snapshot {
 namespace {
 
 std::string to_hex(const unsigned char* bytes, std::size_t n) {
@@ -42,12 +45,11 @@ std::size_t align_up(std::size_t n, std::size_t alignment) {
   return (n + alignment - 1) & ~(alignment - 1);
 }
 
-// The NT_GNU_BUILD_ID note of one loaded PT_NOTE segment, "" if it holds none. Notes are padded
-// to the segment's alignment: 4 bytes classically, 8 for segments holding GNU property notes.
-std::string build_id_in_note_segment(std::uintptr_t base, const ElfW(Phdr)& segment) {
-  const std::size_t alignment = segment.p_align == 8 ? 8 : 4;
-  const auto* p = reinterpret_cast<const unsigned char*>(base + segment.p_vaddr);
-  std::size_t left = segment.p_memsz;
+}  // namespace
+
+std::string build_id_in_notes(const unsigned char* notes, std::size_t size, std::size_t alignment) {
+  const unsigned char* p = notes;
+  std::size_t left = size;
   while (left >= sizeof(ElfW(Nhdr))) {
     ElfW(Nhdr) note;
     std::memcpy(&note, p, sizeof note);
@@ -55,10 +57,10 @@ std::string build_id_in_note_segment(std::uintptr_t base, const ElfW(Phdr)& segm
     const std::size_t desc_at = name_at + align_up(note.n_namesz, alignment);
     const std::size_t next = desc_at + align_up(note.n_descsz, alignment);
     if (desc_at > left || next > left) {
-      break;  // malformed or truncated: ignore the rest rather than read past the segment
+      break;  // malformed or truncated: ignore the rest rather than read past the block
     }
-    if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 &&
-        std::memcmp(p + name_at, "GNU", 4) == 0 && note.n_descsz > 0) {
+    if (note.n_type == NT_GNU_BUILD_ID && note.n_namesz == 4 && std::memcmp(p + name_at, "GNU", 4) == 0 &&
+        note.n_descsz > 0) {
       return to_hex(p + desc_at, note.n_descsz);
     }
     p += next;
@@ -67,10 +69,18 @@ std::string build_id_in_note_segment(std::uintptr_t base, const ElfW(Phdr)& segm
   return {};
 }
 
+}  // namespace detail::snapshot
+
+namespace {
+
+
 std::string build_id_of(const dl_phdr_info& info) {
   for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
     if (info.dlpi_phdr[i].p_type == PT_NOTE) {
-      std::string id = build_id_in_note_segment(info.dlpi_addr, info.dlpi_phdr[i]);
+      const ElfW(Phdr)& segment = info.dlpi_phdr[i];
+      std::string id = detail::snapshot::build_id_in_notes(
+          reinterpret_cast<const unsigned char*>(info.dlpi_addr + segment.p_vaddr), segment.p_memsz,
+          segment.p_align == 8 ? 8 : 4);
       if (!id.empty()) {
         return id;
       }

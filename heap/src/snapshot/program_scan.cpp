@@ -30,26 +30,9 @@ __attribute__((no_sanitize("address"))) std::string literal_at(std::uintptr_t ad
 
 ProgramScan::ProgramScan(const ProgramLayout& layout) : layout_(layout) {
   for (std::uint32_t i = 0; i < layout.size(); ++i) {
-    for (const ImageSegment& s : layout[i].segments) {
-      segments_.push_back({s.begin, s.end, i, s.writable, s.executable});
-    }
+    for (const ImageSegment& s : layout[i].segments) segments_.add({s.begin, s.end, i, s.writable, s.executable});
   }
-  std::sort(segments_.begin(), segments_.end(),
-            [](const Segment& a, const Segment& b) { return a.begin < b.begin; });
-  if (!segments_.empty()) {
-    low_ = segments_.front().begin;
-    std::uintptr_t high = 0;
-    for (const Segment& s : segments_) high = std::max(high, s.end);
-    span_ = high - low_;
-  }
-}
-
-const ProgramScan::Segment* ProgramScan::segment_of(std::uint64_t value) const {
-  auto it = std::upper_bound(segments_.begin(), segments_.end(), value,
-                             [](std::uint64_t v, const Segment& s) { return v < s.begin; });
-  if (it == segments_.begin()) return nullptr;
-  --it;
-  return value < it->end ? &*it : nullptr;
+  segments_.seal();
 }
 
 void ProgramScan::scan(std::uintptr_t begin, std::size_t bytes) {
@@ -57,8 +40,8 @@ void ProgramScan::scan(std::uintptr_t begin, std::size_t bytes) {
   const std::size_t n = bytes / sizeof(std::uint64_t);
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t v = words[i];
-    if (v - low_ >= span_) [[likely]] continue;
-    if (segment_of(v) != nullptr) ++counts_[v];
+    if (segments_.outside_all(v)) [[likely]] continue;
+    if (segments_.find(v) != nullptr) ++counts_[v];
   }
 }
 
@@ -66,7 +49,7 @@ std::vector<ProgramRef> ProgramScan::refs() const {
   std::vector<ProgramRef> out;
   out.reserve(counts_.size());
   for (const auto& [value, count] : counts_) {
-    const Segment& segment = *segment_of(value);
+    const Segment& segment = *segments_.find(value);
     const LoadedObject& object = layout_[segment.object];
     ProgramRef r;
     r.value = value;

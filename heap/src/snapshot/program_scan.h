@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "address_ranges.h"
 #include "reheap/program_layout.h"
 #include "reheap/program_refs.h"
 
@@ -37,12 +38,9 @@ class ProgramScan {
     bool writable = false;
     bool executable = false;
   };
-  const Segment* segment_of(std::uint64_t value) const;
 
   const ProgramLayout& layout_;
-  std::vector<Segment> segments_;  // ascending
-  std::uint64_t low_ = 1;          // [low_, low_ + span_) covers every segment
-  std::uint64_t span_ = 0;
+  AddressRanges<Segment> segments_;
   std::unordered_map<std::uint64_t, std::uint64_t> counts_;
 };
 

@@ -96,7 +96,7 @@ class Planner {
 
   // Fills `moves` and `ranges` for the refs of object `index`, or records why it cannot.
   void object(std::uint32_t index, const std::vector<const ProgramRef*>& refs,
-              std::unordered_map<std::uint64_t, std::uint64_t>& moves, std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges) {
+              std::unordered_map<std::uint64_t, std::uint64_t>& moves, std::vector<ImageSegment>& ranges) {
     const LoadedObject& was = saved_.layout[index];
     const std::string label = label_of(was);
     const LoadedObject* is = counterpart(was, now_);
@@ -106,7 +106,7 @@ class Planner {
     }
     const bool same_build = !was.build_id.empty() && was.build_id == is->build_id;
     if (same_build && was.base == is->base) return;  // nothing moves
-    for (const ImageSegment& s : was.segments) ranges.emplace_back(s.begin, s.end);
+    ranges.insert(ranges.end(), was.segments.begin(), was.segments.end());
     if (same_build) {
       for (const ProgramRef* r : refs) moves[r->value] = r->value - was.base + is->base;
       return;
@@ -194,7 +194,7 @@ Relocation Relocation::plan(const SnapshotHeader& saved, const ProgramLayout& no
   std::map<std::uint32_t, std::vector<const ProgramRef*>> by_object;
   for (const ProgramRef& ref : saved.program_refs) by_object[ref.object].push_back(&ref);
   Planner planner(saved, now, options);
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  std::vector<ImageSegment> ranges;
   for (const auto& [index, refs] : by_object) planner.object(index, refs, r.moves_, ranges);
   if (!planner.errors().empty()) {
     const std::vector<std::string>& errors = planner.errors();
@@ -203,26 +203,18 @@ Relocation Relocation::plan(const SnapshotHeader& saved, const ProgramLayout& no
     if (errors.size() > kMaxReported) what += "\n  and " + std::to_string(errors.size() - kMaxReported) + " more";
     fail(SnapshotErrc::kLayoutMismatch, name, what);
   }
-  std::sort(ranges.begin(), ranges.end());
-  for (const auto& [begin, end] : ranges) r.ranges_.push_back({begin, end});
-  if (!r.ranges_.empty()) {
-    r.low_ = r.ranges_.front().begin;
-    std::uint64_t high = 0;
-    for (const Range& range : r.ranges_) high = std::max(high, range.end);
-    r.span_ = high - r.low_;
-  }
+  for (const ImageSegment& segment : ranges) r.ranges_.add({segment.begin, segment.end});
+  r.ranges_.seal();
   return r;
 }
 
-void Relocation::apply(std::uintptr_t begin, std::size_t bytes) const {
+std::size_t Relocation::apply(std::uintptr_t begin, std::size_t bytes) const {
   auto* words = reinterpret_cast<std::uint64_t*>(begin);
   const std::size_t n = bytes / sizeof(std::uint64_t);
+  std::size_t rewritten = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t v = words[i];
-    if (v - low_ >= span_) [[likely]] continue;
-    auto range = std::upper_bound(ranges_.begin(), ranges_.end(), v,
-                                  [](std::uint64_t value, const Range& x) { return value < x.begin; });
-    if (range == ranges_.begin() || v >= std::prev(range)->end) continue;
+    if (ranges_.outside_all(v) || ranges_.find(v) == nullptr) [[likely]] continue;
     auto it = moves_.find(v);
     if (it == moves_.end()) {
       fail(SnapshotErrc::kCorrupt, name_,
@@ -230,8 +222,9 @@ void Relocation::apply(std::uintptr_t begin, std::size_t bytes) const {
                ") but the header does not list it");
     }
     words[i] = it->second;
-    ++rewritten_;
+    ++rewritten;
   }
+  return rewritten;
 }
 
 }  // namespace reheap::detail::snapshot

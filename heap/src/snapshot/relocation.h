@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "address_ranges.h"
 #include "reheap/program_layout.h"
 #include "reheap/snapshot_file.h"
 
@@ -31,12 +32,10 @@ class Relocation {
   // True when no word needs to change (the same objects at the same addresses).
   bool empty() const noexcept { return moves_.empty(); }
 
-  // Rewrites the words of [begin, begin + bytes). Throws SnapshotError(kCorrupt) on a word that
-  // points into a moved object's saved segments but that the header does not list.
-  void apply(std::uintptr_t begin, std::size_t bytes) const;
-
-  // Words rewritten so far.
-  std::uint64_t rewritten() const noexcept { return rewritten_; }
+  // Rewrites the words of [begin, begin + bytes) and returns how many. Throws
+  // SnapshotError(kCorrupt) on a word that points into a moved object's saved segments but that
+  // the header does not list.
+  std::size_t apply(std::uintptr_t begin, std::size_t bytes) const;
 
  private:
   struct Range {
@@ -44,11 +43,8 @@ class Relocation {
     std::uint64_t end = 0;
   };
   std::string name_;
-  std::vector<Range> ranges_;  // saved segments of the objects that moved, ascending
-  std::uint64_t low_ = 1;
-  std::uint64_t span_ = 0;
+  AddressRanges<Range> ranges_;  // saved segments of the objects that moved
   std::unordered_map<std::uint64_t, std::uint64_t> moves_;  // saved value -> value now
-  mutable std::uint64_t rewritten_ = 0;
 };
 
 }  // namespace reheap::detail::snapshot

@@ -150,11 +150,12 @@ bool listed(const std::vector<SnapshotChunk>& chunks, std::uint32_t index) {
 
 // The relocation of a file's pages into this process's layout (LayoutCheck::kRelocate), or the
 // stricter checks, which relocate nothing. Throws kLayoutMismatch for what cannot be mapped.
-Relocation relocation_for(const SnapshotHeader& h, const std::string& name, const RestoreOptions& options) {
+Relocation relocation_for(const SnapshotHeader& h, const std::string& name, const ProgramLayout& now,
+                          const RestoreOptions& options) {
   if (options.layout == LayoutCheck::kRelocate) {
-    return Relocation::plan(h, current_program_layout(), {.relink_libraries = options.relink_libraries}, name);
+    return Relocation::plan(h, now, {.relink_libraries = options.relink_libraries}, name);
   }
-  const std::string difference = layout_difference(h.layout, current_program_layout(), options.layout);
+  const std::string difference = layout_difference(h.layout, now, options.layout);
   if (!difference.empty()) fail(SnapshotErrc::kLayoutMismatch, name, difference);
   return Relocation();
 }
@@ -200,7 +201,8 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
          "an increment cannot be restored from a stream (its parents are files): restore the file");
   }
   check_geometry(final, name);
-  const Relocation final_relocation = relocation_for(final, name, options);
+  const ProgramLayout now = current_program_layout();
+  const Relocation final_relocation = relocation_for(final, name, now, options);
   if (final.committed_bytes > options.limit_bytes) {
     fail(SnapshotErrc::kOverLimit, name,
          "the heap holds " + std::to_string(final.committed_bytes) + " bytes, more than the limit of " +
@@ -246,7 +248,7 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
       fail(SnapshotErrc::kBrokenChain, reader.name(), "changed while the chain was being restored");
     }
     previous_id = h.id;
-    apply(reader, final, relocation_for(h, reader.name(), options));
+    apply(reader, final, relocation_for(h, reader.name(), now, options));
   }
   if (files.size() > 1 && final.parent_id != previous_id) {
     fail(SnapshotErrc::kBrokenChain, name, "its parent changed while the chain was being restored");
