@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cell.h"
+#include "cell_table.h"
 #include "reheap/heap_scope.h"
 #include "snapshot_request.h"
 

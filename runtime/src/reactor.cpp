@@ -1,35 +1,29 @@
-// Reactor: the base class's operations, each forwarding to the runtime part that owns it.
+// Reactor: the base class's operations, each forwarding to the host of the event being delivered
+// (reactor_host.h), and its random engine.
 #include "reheap/reactor.h"
 
+#include <bit>
 #include <stdexcept>
 #include <string>
 
-#include "cell.h"
 #include "reactor_access.h"
 #include "reheap/heap_scope.h"
-#include "runtime_impl.h"
-#include "snapshot_request.h"
-#include "tcp.h"
-#include "timer_service.h"
-#include "worker.h"
 
 namespace reheap {
-
-using detail::Cell;
 
 Reactor::Reactor() : magic_(detail::kReactorMagic) {}
 
 Reactor::~Reactor() = default;
 
-Cell* Reactor::require_current(const char* operation) const {
-  Cell* c = detail::current_cell();
-  if (c == nullptr || c->reactor != this) [[unlikely]] {
+ReactorHost& Reactor::require_current(const char* operation) const {
+  ReactorHost* host = HostScope::of(this);
+  if (host == nullptr) [[unlikely]] {
     HeapScope system(nullptr);
     throw std::logic_error(std::string("reheap::Reactor::") + operation +
                            ": called outside this reactor's hooks (operations are valid only "
-                           "while the runtime runs one of its hooks, on its worker thread)");
+                           "while one of its hooks runs, on the thread delivering it)");
   }
-  return c;
+  return *host;
 }
 
 void Reactor::add_handler(std::uint64_t type_id, Thunk thunk) {
@@ -54,79 +48,79 @@ void Reactor::on_message(const Message& message) {
 }
 
 void Reactor::on_unhandled(const Message&) {
-  if (Cell* c = detail::current_cell(); c != nullptr && c->reactor == this) c->stats.unhandled++;
+  if (ReactorHost* host = HostScope::of(this)) host->count_unhandled();
 }
 
 void Reactor::on_message_error(const MessageError&) {
-  if (Cell* c = detail::current_cell(); c != nullptr && c->reactor == this) c->stats.decode_errors++;
+  if (ReactorHost* host = HostScope::of(this)) host->count_decode_error();
 }
 
-ActorRef Reactor::sender() const { return ActorRef(require_current("sender")->current_sender); }
+ActorRef Reactor::sender() const { return require_current("sender").sender(); }
+Runtime& Reactor::runtime() const { return require_current("runtime").runtime(); }
+int Reactor::worker() const { return require_current("worker").worker(); }
+void Reactor::stop() { require_current("stop").stop(); }
 
-Runtime& Reactor::runtime() const {
-  return detail::runtime_of(require_current("runtime")).owner;
+std::chrono::system_clock::time_point Reactor::now() { return require_current("now").system_now(); }
+std::chrono::steady_clock::time_point Reactor::steady_now() {
+  return require_current("steady_now").steady_now();
 }
 
-int Reactor::worker() const {
-  return require_current("worker")->worker.load(std::memory_order_relaxed)->index();
-}
-
-void Reactor::stop() {
-  Cell* c = require_current("stop");
-  if (c->state == detail::CellState::kLive) {
-    c->state = detail::CellState::kStopping;
-    c->graceful_stop = true;
+std::uint64_t Reactor::random() {
+  if ((random_[0] | random_[1]) == 0) [[unlikely]] {
+    require_current("random").seed(random_);
+    if ((random_[0] | random_[1]) == 0) random_[0] = 1;  // the all-zero state is the one dead end
   }
+  // xoroshiro128++ (Blackman and Vigna): 128 bits of state, period 2^128 - 1.
+  const std::uint64_t s0 = random_[0];
+  std::uint64_t s1 = random_[1];
+  const std::uint64_t result = std::rotl(s0 + s1, 17) + s0;
+  s1 ^= s0;
+  random_[0] = std::rotl(s0, 49) ^ s1 ^ (s1 << 21);
+  random_[1] = std::rotl(s1, 28);
+  return result;
 }
 
 SnapshotRequestId Reactor::request_snapshot(ActorRef target, const std::filesystem::path& file,
                                             SnapshotKind kind) {
-  Cell* c = require_current("request_snapshot");
+  ReactorHost& host = require_current("request_snapshot");
   const SnapshotRequestId id = next_snapshot_request_++;
-  detail::send_snapshot_request(c, id, target, file, kind);
+  host.request_snapshot(id, target, file, kind);
   return id;
 }
 
 TimerId Reactor::start_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period) {
-  Cell* c = require_current("start_timer");
+  ReactorHost& host = require_current("start_timer");
   if (delay.count() < 0 || period.count() < 0) {
     HeapScope system(nullptr);
     throw std::invalid_argument("reheap::Reactor::start_timer: negative delay or period");
   }
   const TimerId id = next_timer_++;
-  detail::start_timer(*c->worker.load(std::memory_order_relaxed), c, id, delay, period);
+  host.start_timer(id, delay, period);
   return id;
 }
 
-void Reactor::cancel_timer(TimerId id) {
-  Cell* c = require_current("cancel_timer");
-  detail::cancel_timer(*c->worker.load(std::memory_order_relaxed), c, id);
-}
+void Reactor::cancel_timer(TimerId id) { require_current("cancel_timer").cancel_timer(id); }
 
-SocketId Reactor::listen(const std::string& host, std::uint16_t port, bool reuse_port,
-                         int backlog) {
-  Cell* c = require_current("listen");
-  return detail::tcp_listen(*c->worker.load(std::memory_order_relaxed), c, host, port, reuse_port,
-                            backlog);
+SocketId Reactor::listen(const std::string& host, std::uint16_t port, bool reuse_port, int backlog) {
+  return require_current("listen").listen(host, port, reuse_port, backlog);
 }
 
 std::uint16_t Reactor::local_port(SocketId socket) const {
-  return detail::tcp_local_port(require_current("local_port"), socket);
+  return require_current("local_port").local_port(socket);
 }
 
 SocketId Reactor::connect(const std::string& host, std::uint16_t port) {
-  Cell* c = require_current("connect");
-  return detail::tcp_connect(*c->worker.load(std::memory_order_relaxed), c, host, port);
+  return require_current("connect").connect(host, port);
 }
 
 bool Reactor::write(SocketId socket, std::span<const char> data) {
-  return detail::tcp_write(require_current("write"), socket, data);
+  return require_current("write").write(socket, data);
 }
 
-void Reactor::close(SocketId socket) { detail::tcp_close(require_current("close"), socket); }
+void Reactor::close(SocketId socket) { require_current("close").close(socket); }
 
 void Reactor::set_no_delay(SocketId socket, bool on) {
-  detail::tcp_set_no_delay(require_current("set_no_delay"), socket, on);
+  require_current("set_no_delay").set_no_delay(socket, on);
 }
 
 }  // namespace reheap

@@ -14,6 +14,8 @@ inline constexpr std::uint64_t kReactorMagic = 0x5245414354524852ull;  // "RHRTC
 struct ReactorAccess {
   using SavedTimer = Reactor::SavedTimer;
   static std::uint64_t& magic(Reactor& r) noexcept { return r.magic_; }
+  static std::uint64_t& events(Reactor& r) noexcept { return r.events_; }
+  static std::uint64_t& recording_id(Reactor& r) noexcept { return r.recording_id_; }
   static ActorRef& self(Reactor& r) noexcept { return r.self_; }
   static TimerId next_timer(Reactor& r) noexcept { return r.next_timer_++; }
   static SocketId next_socket(Reactor& r) noexcept { return r.next_socket_++; }

@@ -31,36 +31,36 @@ void clear_outside_state(Cell* c) {
 
 SnapshotInfo save_reactor(Cell* c, const std::filesystem::path& file, bool increment) {
   HeapScope system(nullptr);
-  if (!c->snapshotter || !c->snapshotter_tracks) {
-    c->snapshotter.reset();  // a checkpoint-only Snapshotter (no tracking) makes way
-    c->snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kAuto);
-    c->snapshotter_tracks = true;
+  if (!c->snap.snapshotter || !c->snap.tracks) {
+    c->snap.snapshotter.reset();  // a checkpoint-only Snapshotter (no tracking) makes way
+    c->snap.snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kAuto);
+    c->snap.tracks = true;
   }
   record_outside_state(c);
   SnapshotInfo info;
   try {
-    info = increment ? c->snapshotter->save_increment(file) : c->snapshotter->save(file);
+    info = increment ? c->snap.snapshotter->save_increment(file) : c->snap.snapshotter->save(file);
   } catch (...) {
     clear_outside_state(c);
     throw;
   }
   clear_outside_state(c);
-  c->last_snapshot = std::filesystem::absolute(file);
-  c->checkpoint.clear();
-  c->checkpoint.shrink_to_fit();
+  c->snap.last_snapshot = std::filesystem::absolute(file);
+  c->snap.checkpoint.clear();
+  c->snap.checkpoint.shrink_to_fit();
   return info;
 }
 
 void take_checkpoint(Cell* c) {
   HeapScope system(nullptr);
-  if (!c->snapshotter) {
-    c->snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kOff);
-    c->snapshotter_tracks = false;
+  if (!c->snap.snapshotter) {
+    c->snap.snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kOff);
+    c->snap.tracks = false;
   }
   record_outside_state(c);
-  c->checkpoint.clear();
-  VectorSink sink(c->checkpoint);
-  c->snapshotter->write(sink);
+  c->snap.checkpoint.clear();
+  VectorSink sink(c->snap.checkpoint);
+  c->snap.snapshotter->write(sink);
   clear_outside_state(c);
 }
 
@@ -86,14 +86,14 @@ void restore_in_place(Cell* c) {
   // pass straight to the restored heap (restore_replacing), so that a spawn on another thread
   // cannot take them in between.
   c->reactor = nullptr;
-  c->snapshotter.reset();
+  c->snap.snapshotter.reset();
   HeapPtr failed = std::move(c->heap);
   HeapPtr heap;
-  std::filesystem::path from = c->last_snapshot;
+  std::filesystem::path from = c->snap.last_snapshot;
   if (!from.empty()) {
     heap = restore_replacing(std::move(failed), from);
-  } else if (!c->checkpoint.empty()) {
-    MemorySource source(c->checkpoint.data(), c->checkpoint.size());
+  } else if (!c->snap.checkpoint.empty()) {
+    MemorySource source(c->snap.checkpoint.data(), c->snap.checkpoint.size());
     from = "<checkpoint in memory>";
     heap = restore_replacing(std::move(failed), source);
   } else {
@@ -108,10 +108,10 @@ void restore_in_place(Cell* c) {
   }
   c->heap = std::move(heap);
   c->reactor = r;
-  if (!c->last_snapshot.empty()) {
-    c->snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kAuto);
-    c->snapshotter_tracks = true;
-    c->snapshotter->attach(c->last_snapshot);
+  if (!c->snap.last_snapshot.empty()) {
+    c->snap.snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kAuto);
+    c->snap.tracks = true;
+    c->snap.snapshotter->attach(c->snap.last_snapshot);
   }
   c->restored = true;
   c->started = false;
@@ -126,11 +126,11 @@ void start_restored(Worker& w, Cell* c) {
   }
   clear_outside_state(c);
   for (SocketId id : sockets) {
-    w.invoke(c, "on_closed", [id](Reactor& r) {
-      r.on_closed(id, std::make_error_code(std::errc::connection_aborted));
-    });
+    w.deliver(c, Event{.kind = EventKind::kClosed,
+                       .socket = id,
+                       .error = std::make_error_code(std::errc::connection_aborted)});
   }
-  w.invoke(c, "on_restored", [](Reactor& r) { r.on_restored(); });
+  w.deliver(c, Event{.kind = EventKind::kRestored});
 }
 
 }  // namespace reheap::detail

@@ -17,12 +17,6 @@ namespace reheap {
 
 namespace detail {
 
-class PendingReactor {
- public:
-  HeapPtr heap;
-  SpawnOptions options;
-};
-
 namespace {
 
 static_assert(ActorRef::kOriginBits == NodeIdentity::kNodeBits + NodeIdentity::kIncarnationBits &&
@@ -37,7 +31,10 @@ NodeIdentity settle_identity(const RuntimeConfig& config) {
 }  // namespace
 
 RuntimeImpl::RuntimeImpl(Runtime& runtime, RuntimeConfig cfg)
-    : owner(runtime), config(std::move(cfg)), identity(settle_identity(config)), cells(identity.origin()) {
+    : owner(runtime), config(std::move(cfg)), identity(settle_identity(config)),
+      time(config.time ? config.time : TimeSource::system()),
+      entropy(config.entropy ? config.entropy : EntropySource::system()),
+      cells(identity.origin()) {
   int n = config.workers;
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
   if (n <= 0) n = 1;
@@ -202,39 +199,46 @@ Runtime* Runtime::current() noexcept {
   return w != nullptr ? &w->runtime().owner : nullptr;
 }
 
-detail::PendingReactor* Runtime::begin_spawn(const SpawnOptions& options) {
-  HeapScope system(nullptr);
-  if (!impl_->accepting.load() && Worker::current() == nullptr) {
-    throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
+ActorRef Runtime::spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct,
+                                   void* arguments) {
+  HeapPtr heap;
+  {
+    HeapScope system(nullptr);
+    if (!impl_->accepting.load() && Worker::current() == nullptr) {
+      throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
+    }
+    if (impl_->stopping_all.load()) {
+      throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
+    }
+    if (options.worker != kAnyWorker && (options.worker < 0 || options.worker >= workers())) {
+      throw std::out_of_range("reheap::Runtime::spawn: no worker " + std::to_string(options.worker));
+    }
+    heap = Heap::create(HeapConfig{options.heap_limit});
   }
-  if (impl_->stopping_all.load()) {
-    throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
+  Reactor* reactor = nullptr;
+  try {
+    HeapScope scope(heap.get());
+    reactor = construct(arguments);
+  } catch (...) {
+    abandon_spawn(std::move(heap), std::current_exception());
+    throw;
   }
-  if (options.worker != kAnyWorker && (options.worker < 0 || options.worker >= workers())) {
-    throw std::out_of_range("reheap::Runtime::spawn: no worker " + std::to_string(options.worker));
-  }
-  auto pending = std::make_unique<detail::PendingReactor>();
-  pending->options = options;
-  pending->heap = Heap::create(HeapConfig{options.heap_limit});
-  return pending.release();
+  return finish_spawn(std::move(heap), options, reactor);
 }
 
-Heap* Runtime::pending_heap(detail::PendingReactor* p) noexcept { return p->heap.get(); }
-
-void Runtime::abandon_spawn(detail::PendingReactor* p, std::exception_ptr error) noexcept {
+void Runtime::abandon_spawn(HeapPtr heap, std::exception_ptr error) noexcept {
   HeapScope system(nullptr);
-  std::unique_ptr<detail::PendingReactor> pending(p);
   // The unwinding freed the reactor and its members; what is still alive in the heap belongs to
   // the exception on its way to the caller (or leaked from the constructor). Destroying the heap
   // now would leave that exception dangling, so such a heap is kept (see failed_spawns).
-  if (pending->heap->stats().live_bytes == 0) return;  // the heap goes with `pending`
+  if (heap->stats().live_bytes == 0) return;  // the heap goes now
   try {
     std::lock_guard lock(impl_->failed_spawns_mutex);
-    impl_->failed_spawns.emplace_back(std::move(pending->heap), std::move(error));
+    impl_->failed_spawns.emplace_back(std::move(heap), std::move(error));
   } catch (...) {
     // Out of memory for the list: keep the heap alive regardless (a leak, never a dangling
     // exception).
-    static_cast<void>(pending->heap.release());
+    static_cast<void>(heap.release());
   }
 }
 
@@ -250,7 +254,7 @@ ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
   c->state = detail::CellState::kLive;
   c->started = false;
   c->restored = restored;
-  c->failed = false;
+  c->supervision.failed = false;
   c->graceful_stop = true;
   c->move_to = nullptr;
   c->arriving = false;
@@ -271,17 +275,16 @@ ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
 
 }  // namespace
 
-ActorRef Runtime::finish_spawn(detail::PendingReactor* p, Reactor* reactor) {
+ActorRef Runtime::finish_spawn(HeapPtr heap, const SpawnOptions& options, Reactor* reactor) {
   HeapScope system(nullptr);
-  std::unique_ptr<detail::PendingReactor> pending(p);
   std::uint64_t dead = 0;
-  Cell* c = impl_->cells.acquire(&dead);  // throws when full: the pending heap goes
+  Cell* c = impl_->cells.acquire(&dead);  // throws when full: the heap goes
   impl_->external_consumed.fetch_add(dead, std::memory_order_relaxed);
   impl_->dead_letters.fetch_add(dead, std::memory_order_relaxed);
   const ActorRef ref = ActorRef::make(impl_->cells.origin(), c->slot, c->generation);
   detail::ReactorAccess::self(*reactor) = ref;
-  pending->heap->set_root(reactor);
-  return publish(*impl_, c, std::move(pending->heap), reactor, pending->options, ref, false);
+  heap->set_root(reactor);
+  return publish(*impl_, c, std::move(heap), reactor, options, ref, false);
 }
 
 bool Runtime::stop(ActorRef ref) {
@@ -342,13 +345,13 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
   SpawnOptions spawn = options.spawn;
   if (options.worker != kAnyWorker) spawn.worker = options.worker;
   try {
-    c->snapshotter = std::make_unique<Snapshotter>(*heap, WriteTracking::kAuto);
-    c->snapshotter_tracks = true;
-    c->snapshotter->attach(file);
-    c->last_snapshot = std::filesystem::absolute(file);
+    c->snap.snapshotter = std::make_unique<Snapshotter>(*heap, WriteTracking::kAuto);
+    c->snap.tracks = true;
+    c->snap.snapshotter->attach(file);
+    c->snap.last_snapshot = std::filesystem::absolute(file);
   } catch (...) {
-    c->snapshotter.reset();
-    c->last_snapshot.clear();
+    c->snap.snapshotter.reset();
+    c->snap.last_snapshot.clear();
     impl_->cells.release(c);
     throw;
   }

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "cell.h"
+#include "cell_table.h"
 #include "reheap/runtime.h"
 #include "worker.h"
 
@@ -33,6 +33,8 @@ class RuntimeImpl {
   Runtime& owner;
   const RuntimeConfig config;
   const NodeIdentity identity;  // the process's, as this runtime's config asked (see runtime.h)
+  const std::shared_ptr<TimeSource> time;        // config.time or the system's
+  const std::shared_ptr<EntropySource> entropy;  // config.entropy or the system's
   CellTable cells;
   std::vector<std::unique_ptr<Worker>> workers;
 
@@ -102,6 +104,8 @@ class RuntimeImpl {
 };
 
 SendResult send_system(RuntimeImpl& rt, ActorRef to, SystemMessage what) noexcept;
+// A reactor's send: from its cell, under its reference (null `e`: returns encode_result).
+SendResult send_envelope(Cell* from, ActorRef to, Envelope* e, SendResult encode_result) noexcept;
 // The runtime's own message in a reactor's name (a SnapshotDone in its target's), from any thread;
 // refused once the shutdown stops the reactors, like their own sends. Counts in nobody's stats.
 SendResult send_as(RuntimeImpl& rt, ActorRef sender, ActorRef to, Envelope* e,

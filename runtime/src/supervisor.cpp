@@ -15,10 +15,10 @@ namespace {
 
 bool may_restart(Cell* c) {
   const auto now = std::chrono::steady_clock::now();
-  while (!c->restart_times.empty() && now - c->restart_times.front() > c->options.restart_window) {
-    c->restart_times.pop_front();
+  while (!c->supervision.restart_times.empty() && now - c->supervision.restart_times.front() > c->options.restart_window) {
+    c->supervision.restart_times.pop_front();
   }
-  return static_cast<int>(c->restart_times.size()) < c->options.max_restarts;
+  return static_cast<int>(c->supervision.restart_times.size()) < c->options.max_restarts;
 }
 
 void report(RuntimeImpl& rt, Cell* c, const ReactorFailed& failure) {
@@ -47,15 +47,15 @@ void handle_failure(Worker& w, Cell* c) {
   ReactorFailed failure;
   failure.reactor = c->ref();
   failure.name = c->options.name;
-  failure.what = c->failure_what;
-  failure.handler = c->failure_hook;
-  failure.kind = static_cast<std::uint8_t>(c->failure_kind);
+  failure.what = c->supervision.what;
+  failure.handler = c->supervision.hook;
+  failure.kind = static_cast<std::uint8_t>(c->supervision.kind);
   failure.restarts = c->stats.restarts;
 
   if (c->options.policy == SupervisionPolicy::kRestart && may_restart(c)) {
     try {
       restore_in_place(c);
-      c->restart_times.push_back(std::chrono::steady_clock::now());
+      c->supervision.restart_times.push_back(std::chrono::steady_clock::now());
       c->stats.restarts++;
       failure.action = static_cast<std::uint8_t>(FailureAction::kRestarted);
       failure.restarts = c->stats.restarts;

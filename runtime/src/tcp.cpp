@@ -63,8 +63,7 @@ void on_handle_closed(uv_handle_t* h) {
   }
   if (s->notify_close && current_owner(s)) {
     const SocketId id = s->id;
-    worker_of(h).deliver_event(s->cell, "on_closed",
-                               [id](Reactor& r) { r.on_closed(id, std::error_code{}); });
+    worker_of(h).deliver_event(s->cell, Event{.kind = EventKind::kClosed, .socket = id});
   }
   HeapScope system(nullptr);
   delete s;
@@ -95,14 +94,14 @@ void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
   const SocketId id = s->id;
   if (nread > 0) {
     const std::span<const char> data(buf->base, static_cast<std::size_t>(nread));
-    w.deliver_event(s->cell, "on_data", [id, data](Reactor& r) { r.on_data(id, data); });
+    w.deliver_event(s->cell, Event{.kind = EventKind::kData, .socket = id, .data = data});
     return;
   }
   // EOF or error: the socket is gone; the reactor hears it once.
   Cell* c = s->cell;
   const std::error_code ec = uv_error(static_cast<int>(nread));
   drop(s, false);
-  w.deliver_event(c, "on_closed", [id, ec](Reactor& r) { r.on_closed(id, ec); });
+  w.deliver_event(c, Event{.kind = EventKind::kClosed, .socket = id, .error = ec});
 }
 
 TcpSocket* new_socket(Worker& w, Cell* c, bool listener) {
@@ -131,7 +130,7 @@ void on_connection(uv_stream_t* server, int status) {
   uv_read_start(reinterpret_cast<uv_stream_t*>(&s->tcp), on_alloc, on_read);
   const SocketId lid = l->id;
   const SocketId id = s->id;
-  w.deliver_event(c, "on_accept", [lid, id](Reactor& r) { r.on_accept(lid, id); });
+  w.deliver_event(c, Event{.kind = EventKind::kAccept, .socket = lid, .connection = id});
 }
 
 struct ConnectRequest {
@@ -156,7 +155,7 @@ void on_connected(uv_connect_t* req, int status) {
   } else {
     drop(s, false);
   }
-  w.deliver_event(c, "on_connect", [id, ec](Reactor& r) { r.on_connect(id, ec); });
+  w.deliver_event(c, Event{.kind = EventKind::kConnect, .socket = id, .error = ec});
 }
 
 sockaddr_storage parse_address(const std::string& host, std::uint16_t port) {

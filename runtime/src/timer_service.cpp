@@ -46,7 +46,7 @@ void on_fire(uv_timer_t* t) {
     c->timers.erase(id);
     uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
   }
-  w->deliver_event(c, "on_timer", [id](Reactor& r) { r.on_timer(id); });
+  w->deliver_event(c, Event{.kind = EventKind::kTimer, .timer = id});
 }
 
 void arm(Worker& w, TimerHandle* h, std::uint64_t delay_ms) {

@@ -1,4 +1,6 @@
-// Worker: one thread running one libuv loop, and the reactors pinned to it.
+// Worker: one thread running one libuv loop, and the reactors pinned to it. worker.cpp owns the
+// loop, its queues and wake-ups; cell_turn.cpp owns a cell's turn (its messages, start and stop,
+// supervision after each event); every event goes through the funnel (event_funnel.h).
 //
 // A turn of the loop, in libuv's phase order:
 //   timers      on_timer hooks of its reactors (timer_service.cpp)
@@ -25,6 +27,7 @@
 #include <thread>
 
 #include "cell.h"
+#include "event_funnel.h"
 #include "intrusive_stack.h"
 #include "reactor_scope.h"
 
@@ -95,23 +98,18 @@ class Worker {
     push_command(cmd);
   }
 
-  // Worker thread: calls into the reactor of `c` with its heap current. Exceptions are caught
-  // and turned into c->failed; returns false if the cell failed or is stopping.
-  template <class F>
-  bool invoke(Cell* c, const char* hook, F&& f);
+  // Worker thread: delivers one event through the funnel (event_funnel.h). False if the cell
+  // failed or is stopping; the caller runs after_hook.
+  bool deliver(Cell* c, const Event& event) { return funnel_.deliver(c, event); }
 
-  // Worker thread: what a hook threw, kept (in process memory) for after_hook.
-  static void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook);
-
-  // Worker thread: one event from the loop (a timer, a socket): invoke, timed, then after_hook.
-  template <class F>
-  void deliver_event(Cell* c, const char* hook, F&& f) {
+  // Worker thread: one event from the loop (a timer, a socket): delivered, timed, then after_hook.
+  void deliver_event(Cell* c, const Event& event) {
     const HandlerClock clock(c);
-    invoke(c, hook, std::forward<F>(f));
+    deliver(c, event);
     after_hook(c);
   }
 
-  // Worker thread, after every hook: handles c->failed (supervision) and schedules a stopping
+  // Worker thread, after every event: handles c->supervision.failed and schedules a stopping
   // cell for its teardown.
   void after_hook(Cell* c);
 
@@ -179,27 +177,7 @@ class Worker {
   Cell* ready_tail_ = nullptr;
   std::vector<Cell*> cells_;
   char* read_buffer_ = nullptr;
+  EventFunnel funnel_{*this};
 };
-
-template <class F>
-inline bool Worker::invoke(Cell* c, const char* hook, F&& f) {
-  if (c->state != CellState::kLive || c->reactor == nullptr) return false;
-  if (c->failed) return false;
-  {
-    ReactorScope scope(c);
-    try {
-      f(*c->reactor);
-    } catch (const std::bad_alloc& e) {
-      record_failure(c, FailureKind::kOutOfMemory, e.what(), hook);
-    } catch (const std::exception& e) {
-      record_failure(c, FailureKind::kException, e.what(), hook);
-    } catch (...) {
-      record_failure(c, FailureKind::kException, "an exception not derived from std::exception",
-                     hook);
-    }
-  }
-  c->stats.events++;
-  return !c->failed && c->state == CellState::kLive;
-}
 
 }  // namespace reheap::detail

@@ -19,9 +19,15 @@
 //   on_accept / on_connect / on_data / on_closed    TCP (see below)
 //   on_restored     after a restore, before any other event
 //   on_stop         the reactor is stopping (stop(), Runtime::stop or shutdown)
-// The operations (send, start_timer, listen, ...) are valid only inside one of this reactor's
-// hooks, on its worker thread: elsewhere they throw std::logic_error. In particular, a
-// constructor must not send; do that in on_start.
+// Each is an Event delivered through one door (event.h); the operations below go to the
+// event's ReactorHost (reactor_host.h): the runtime's, a recorder's, or a replay's.
+// The operations (send, start_timer, listen, now, random, ...) are valid only inside one of this
+// reactor's hooks, on the thread delivering it: elsewhere they throw std::logic_error. In
+// particular, a constructor must not send; do that in on_start.
+//
+// Determinism: given its heap and its inputs (the events and the host's answers), a reactor does
+// the same thing. Read time with now(), randomness with random(), spawn with spawn(): all are
+// recorded. Clocks, /dev/urandom or another thread read directly are not (DETERMINISM.md).
 //
 // TCP: sockets belong to the reactor that opened or accepted them and are named by SocketId.
 // Reading starts at once; on_data gets a span into the worker's read buffer, valid during the
@@ -42,12 +48,16 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
+#include "reheap/reactor_host.h"
 #include "reheap/snapshot_request.h"
+#include "reheap/spawn_options.h"
 
 namespace reheap {
 
@@ -57,11 +67,7 @@ using TimerId = std::uint64_t;
 using SocketId = std::uint64_t;
 
 namespace detail {
-struct Cell;
 struct ReactorAccess;
-// The cell of the reactor whose hook is running on this thread, or null.
-Cell* current_cell() noexcept;
-SendResult send_envelope(Cell* from, ActorRef to, Envelope* e, SendResult encode_result) noexcept;
 }  // namespace detail
 
 class Reactor {
@@ -96,11 +102,46 @@ class Reactor {
   // reactor to another arrive in the order they were sent.
   template <class T>
   SendResult send(ActorRef to, const T& value) {
-    detail::Cell* from = require_current("send");
+    ReactorHost& host = require_current("send");
     SendResult result = SendResult::kOk;
     detail::Envelope* e = detail::encode(value, &result);
-    return detail::send_envelope(from, to, e, result);
+    if (e == nullptr) return result;
+    return host.send(to, e);
   }
+
+  // Spawns a child reactor R(args...) in a new heap, as Runtime::spawn does (the constructor runs
+  // here, on this thread; its exceptions propagate). Through the host, so that a replay answers
+  // with the recorded reference instead of spawning; prefer it to runtime().spawn in a reactor.
+  template <class R, class... Args>
+  ActorRef spawn(const SpawnOptions& options, Args&&... args) {
+    static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
+    ReactorHost& host = require_current("spawn");
+    std::tuple<Args&&...> arguments(std::forward<Args>(args)...);
+    return host.spawn(
+        options,
+        [](void* packed) -> Reactor* {
+          return std::apply([](auto&&... a) -> Reactor* { return new R(std::forward<decltype(a)>(a)...); },
+                            std::move(*static_cast<std::tuple<Args&&...>*>(packed)));
+        },
+        &arguments);
+  }
+  template <class R, class... Args>
+    requires(!detail::kFirstIsSpawnOptions<Args...>)
+  ActorRef spawn(Args&&... args) {
+    return spawn<R>(SpawnOptions{}, std::forward<Args>(args)...);
+  }
+
+  // The time of the event being handled, the same for every call during it (read once, from the
+  // runtime's TimeSource; recorded and replayed). The only clocks a reactor should read.
+  std::chrono::system_clock::time_point now();
+  std::chrono::steady_clock::time_point steady_now();
+  // 64 random bits from an engine kept in this reactor's heap (xoroshiro128++), seeded once by
+  // the runtime's EntropySource: a restored reactor continues its sequence, a replay repeats it.
+  // Not for cryptography.
+  std::uint64_t random();
+  // Events delivered to this reactor since it was spawned (kept in its heap): the position a
+  // snapshot was taken at in the reactor's recording.
+  std::uint64_t events_delivered() const noexcept { return events_; }
 
   // Stops this reactor after the current hook returns (on_stop is called first).
   void stop();
@@ -196,7 +237,7 @@ class Reactor {
   };
 
   void add_handler(std::uint64_t type_id, Thunk thunk);
-  detail::Cell* require_current(const char* operation) const;
+  ReactorHost& require_current(const char* operation) const;
 
   // Saved with the heap (the reactor lives in it); everything here must keep meaning across
   // processes.
@@ -206,6 +247,9 @@ class Reactor {
   TimerId next_timer_ = 1;
   SocketId next_socket_ = 1;
   SnapshotRequestId next_snapshot_request_ = 1;
+  std::uint64_t events_ = 0;        // events delivered (the funnel counts them)
+  std::uint64_t random_[2] = {0, 0};  // xoroshiro128++; {0, 0}: not seeded yet
+  std::uint64_t recording_id_ = 0;    // of the recording this reactor is part of, 0 if none
   // Written by the runtime just before a snapshot, read back after a restore.
   struct SavedTimer {
     TimerId id;

@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -48,6 +49,7 @@
 #include "reheap/snapshot_request.h"
 #include "reheap/spawn_options.h"
 #include "reheap/supervision.h"
+#include "reheap/time_source.h"
 
 namespace reheap {
 
@@ -73,6 +75,10 @@ struct RuntimeConfig {
   // a later runtime asking for another one throws std::logic_error.
   int node = -1;
   std::filesystem::path state_dir{};
+  // Where reactors read the time (Reactor::now) and their random seeds (Reactor::random); null:
+  // the system's clocks and getrandom(2). See time_source.h.
+  std::shared_ptr<TimeSource> time{};
+  std::shared_ptr<EntropySource> entropy{};
 };
 
 struct RuntimeStats {
@@ -91,12 +97,7 @@ struct ReactorRestoreOptions {
 
 namespace detail {
 class RuntimeImpl;
-class PendingReactor;  // a heap made for a reactor being spawned (see spawn)
-template <class... Args>
-inline constexpr bool kFirstIsSpawnOptions = false;
-template <class First, class... Rest>
-inline constexpr bool kFirstIsSpawnOptions<First, Rest...> =
-    std::is_same_v<std::remove_cvref_t<First>, SpawnOptions>;
+class LiveHost;
 SendResult send_outside(RuntimeImpl* runtime, ActorRef to, Envelope* e,
                         SendResult encode_result) noexcept;
 }  // namespace detail
@@ -120,16 +121,14 @@ class Runtime {
   template <class R, class... Args>
   ActorRef spawn(const SpawnOptions& options, Args&&... args) {
     static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
-    detail::PendingReactor* pending = begin_spawn(options);
-    Reactor* reactor = nullptr;
-    try {
-      HeapScope scope(pending_heap(pending));
-      reactor = new R(std::forward<Args>(args)...);
-    } catch (...) {
-      abandon_spawn(pending, std::current_exception());
-      throw;
-    }
-    return finish_spawn(pending, reactor);
+    std::tuple<Args&&...> arguments(std::forward<Args>(args)...);
+    return spawn_constructed(
+        options,
+        [](void* packed) -> Reactor* {
+          return std::apply([](auto&&... a) -> Reactor* { return new R(std::forward<decltype(a)>(a)...); },
+                            std::move(*static_cast<std::tuple<Args&&...>*>(packed)));
+        },
+        &arguments);
   }
   template <class R, class... Args>
     requires(!detail::kFirstIsSpawnOptions<Args...>)
@@ -189,11 +188,13 @@ class Runtime {
   NodeIdentity identity() const noexcept;
 
  private:
-  detail::PendingReactor* begin_spawn(const SpawnOptions& options);
-  static Heap* pending_heap(detail::PendingReactor* p) noexcept;
+  friend class detail::LiveHost;
+  // Creates a heap, runs `construct(arguments)` with it current (R's constructor), and starts the
+  // reactor; see spawn.
+  ActorRef spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct, void* arguments);
   // The constructor threw: the heap goes, unless the exception may still point into it.
-  void abandon_spawn(detail::PendingReactor* p, std::exception_ptr error) noexcept;
-  ActorRef finish_spawn(detail::PendingReactor* p, Reactor* reactor);
+  void abandon_spawn(HeapPtr heap, std::exception_ptr error) noexcept;
+  ActorRef finish_spawn(HeapPtr heap, const SpawnOptions& options, Reactor* reactor);
 
   std::unique_ptr<detail::RuntimeImpl> impl_;
 };

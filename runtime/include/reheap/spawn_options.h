@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "reheap/actor_ref.h"
 #include "reheap/heap.h"
@@ -54,5 +55,13 @@ struct SpawnOptions {
   ActorRef supervisor;               // receives ReactorFailed messages (optional)
   std::size_t heap_limit = kUnlimited;  // HeapConfig::limit_bytes of the reactor's heap
 };
+
+namespace detail {
+template <class... Args>
+inline constexpr bool kFirstIsSpawnOptions = false;
+template <class First, class... Rest>
+inline constexpr bool kFirstIsSpawnOptions<First, Rest...> =
+    std::is_same_v<std::remove_cvref_t<First>, SpawnOptions>;
+}  // namespace detail
 
 }  // namespace reheap

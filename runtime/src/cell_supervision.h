@@ -1,0 +1,21 @@
+// CellSupervision: what went wrong with a reactor during its current event, and the restarts its
+// SupervisionPolicy allowed so far (supervisor.h acts on it after the event).
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <string>
+
+#include "reheap/supervision.h"
+
+namespace reheap::detail {
+
+struct CellSupervision {
+  bool failed = false;  // a hook threw during the current event
+  FailureKind kind = FailureKind::kException;
+  std::string what;
+  std::string hook;
+  std::deque<std::chrono::steady_clock::time_point> restart_times;  // within restart_window
+};
+
+}  // namespace reheap::detail

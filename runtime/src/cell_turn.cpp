@@ -1,0 +1,212 @@
+// A cell's turn on its worker: its start hooks, a batch of its messages, a move, its teardown,
+// and supervision after each event (see worker.h for where a turn sits in the loop).
+#include <system_error>
+
+#include "reactor_scope.h"
+#include "reactor_snapshot.h"
+#include "recorder.h"
+#include "reheap/heap_scope.h"
+#include "runtime_impl.h"
+#include "snapshot_request.h"
+#include "supervisor.h"
+#include "tcp.h"
+#include "timer_service.h"
+#include "worker.h"
+
+namespace reheap::detail {
+
+void Worker::after_hook(Cell* c) {
+  if (c->supervision.failed) {
+    c->supervision.failed = false;
+    handle_failure(*this, c);  // restarts in place, or marks the cell kStopping
+    // Restarted by an event outside the cell's turn (a timer, a socket): no turn is coming to run
+    // the restored reactor's first hooks (its timers are re-armed there, and nothing may reach it
+    // before on_restored), so run them now. Within a turn, run_messages does it.
+    if (!c->started && c->state == CellState::kLive && running_ != c) run_start_hooks(c);
+  }
+  if (c->state == CellState::kStopping && running_ != c) {
+    // Teardown happens in run_cell, the one place that holds the cell's queue token, so that a
+    // freed cell is never still on a queue.
+    if (c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) push_ready(c);
+  }
+}
+
+void Worker::request_stop(Cell* c, bool graceful) {
+  if (c->state != CellState::kLive) return;
+  c->state = CellState::kStopping;
+  c->graceful_stop = graceful;
+  after_hook(c);
+}
+
+void Worker::run_cell(Cell* c) {
+  if (c->state == CellState::kFree) return;  // stays parked (scheduled == 1)
+  if (c->move_to != nullptr) {
+    move_out(c);
+    return;
+  }
+  running_ = c;
+  {
+    const HandlerClock clock(c);
+    run_messages(c);
+  }
+  running_ = nullptr;
+  if (c->state == CellState::kStopping) {
+    teardown(c);  // parks the cell
+    return;
+  }
+  // Unschedule, then look again: a sender that pushed before our store saw scheduled == 1 and
+  // left the cell to us.
+  c->scheduled.store(0, std::memory_order_seq_cst);
+  if (c->mailbox.nonempty() && c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) {
+    push_ready(c);
+  }
+}
+
+void Worker::run_messages(Cell* c) {
+  if (c->arriving) {
+    c->arriving = false;
+    adopt(c);
+    rearm_timers(*this, c);
+  }
+  if (!c->started) {
+    adopt(c);
+    run_start_hooks(c);
+    count_consumed();  // the spawn or restore itself
+  }
+  RuntimeImpl& rt = runtime_;
+  const std::uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
+  const bool drop_oldest =
+      capacity != 0 && c->options.mailbox.overflow == OverflowPolicy::kDropOldest;
+  for (std::uint32_t n = 0; n < rt.config.batch && c->state == CellState::kLive; ++n) {
+    Envelope* e = c->mailbox.pop();
+    if (e == nullptr) break;
+    // Bounded mailboxes only: how many waited, by the senders' count (drop-oldest needs it exact).
+    const std::uint32_t waiting = c->mailbox.uncount(e);
+    // Drop-oldest: while more than `capacity` wait, the oldest goes unhandled. Checked at every
+    // message, not once per turn, because messages keep arriving while the handlers run. System
+    // messages (a stop) are never shed.
+    if (drop_oldest && waiting > capacity && e->encoding != Encoding::kSystem &&
+        e->receiver == c->id.load(std::memory_order_relaxed)) [[unlikely]] {
+      free_envelope(e);
+      c->stats.dropped++;
+      count_consumed();
+      continue;
+    }
+    if (e->receiver != c->id.load(std::memory_order_relaxed)) {
+      rt.dead_letters.fetch_add(1, std::memory_order_relaxed);
+      abandon_if_snapshot_request(*e);
+    } else if (e->encoding == Encoding::kSystem) {
+      if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kStop)) {
+        c->state = CellState::kStopping;
+        c->graceful_stop = true;
+      } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kSnapshot)) {
+        run_snapshot_request(c, *e);  // between two events: no hook is running
+      }
+    } else {
+      c->stats.messages_in++;
+      const Message m(*e);
+      c->current_sender = e->sender;
+      Event event;
+      event.kind = EventKind::kMessage;
+      event.message = &m;
+      deliver(c, event);
+      c->current_sender = 0;
+    }
+    free_envelope(e);
+    count_consumed();
+    after_hook(c);
+    if (!c->started) {
+      run_start_hooks(c);  // restarted from a snapshot: on_restored before the next message
+    }
+  }
+}
+
+void Worker::run_start_hooks(Cell* c) {
+  // A start hook that fails under kRestart restarts the reactor in place, which leaves `started`
+  // false again: run the restored reactor's hooks before anything else reaches it. Each round
+  // counts against max_restarts, so this ends.
+  while (!c->started && c->state == CellState::kLive) {
+    c->started = true;
+    if (c->restored) {
+      c->restored = false;
+      start_restored(*this, c);
+    } else {
+      deliver(c, Event{.kind = EventKind::kStart});
+      if (!c->supervision.failed && c->state == CellState::kLive &&
+          c->options.policy == SupervisionPolicy::kRestart && c->snap.last_snapshot.empty()) {
+        take_checkpoint(c);
+      }
+    }
+    after_hook(c);
+  }
+}
+
+void Worker::move_out(Cell* c) {
+  Worker* to = c->move_to;
+  c->move_to = nullptr;
+  park_timers(*this, c);
+  disown(c);
+  c->arriving = true;
+  c->worker.store(to, std::memory_order_release);
+  to->push_remote(c);  // still scheduled: the new worker runs it next
+}
+
+void Worker::adopt(Cell* c) {
+  const std::size_t i = c->worker_position;
+  if (i < cells_.size() && cells_[i] == c) return;  // already here (a restart in place)
+  c->worker_position = cells_.size();
+  HeapScope system(nullptr);
+  cells_.push_back(c);
+}
+
+void Worker::disown(Cell* c) {
+  const std::size_t i = c->worker_position;
+  if (i < cells_.size() && cells_[i] == c) {
+    cells_[i] = cells_.back();
+    cells_[i]->worker_position = i;
+    cells_.pop_back();
+  }
+}
+
+void Worker::teardown(Cell* c) {
+  if (c->graceful_stop && c->started && c->reactor != nullptr) {
+    c->state = CellState::kLive;  // on_stop may still send and close things
+    deliver(c, Event{.kind = EventKind::kStop});
+    c->supervision.failed = false;  // a throwing on_stop stops the reactor all the same
+  }
+  c->state = CellState::kStopping;
+  close_timers(*this, c);
+  close_sockets(*this, c);
+  if (c->reactor != nullptr && c->graceful_stop) {
+    ReactorScope scope(c);
+    try {
+      delete c->reactor;
+    } catch (...) {
+      // A throwing destructor: the heap goes anyway.
+    }
+  }
+  c->reactor = nullptr;
+  {
+    HeapScope system(nullptr);
+    c->recorder.reset();  // flushes what it holds, before the heap goes
+    c->snap.clear();
+    c->heap.reset();
+    c->supervision = CellSupervision{};
+    c->options = SpawnOptions{};
+  }
+  // What waits in the mailbox now is dead: nobody will handle it. A snapshot request is still
+  // answered (an answer to this reactor itself lands in this mailbox and is dropped here too).
+  while (Envelope* e = c->mailbox.pop()) {
+    c->mailbox.uncount(e);
+    abandon_if_snapshot_request(*e);
+    free_envelope(e);
+    runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
+    count_consumed();
+  }
+  disown(c);
+  c->state = CellState::kFree;
+  runtime_.cells.release(c);
+  runtime_.notify_stopped();
+}
+
+}  // namespace reheap::detail

@@ -1,0 +1,37 @@
+// Event: hook names, and the one switch from an event to its hook (see event.h).
+#include "reheap/event.h"
+
+#include "reheap/reactor.h"
+
+namespace reheap {
+
+const char* hook_name(EventKind kind) noexcept {
+  switch (kind) {
+    case EventKind::kStart: return "on_start";
+    case EventKind::kRestored: return "on_restored";
+    case EventKind::kMessage: return "on_message";
+    case EventKind::kTimer: return "on_timer";
+    case EventKind::kAccept: return "on_accept";
+    case EventKind::kConnect: return "on_connect";
+    case EventKind::kData: return "on_data";
+    case EventKind::kClosed: return "on_closed";
+    case EventKind::kStop: return "on_stop";
+  }
+  return "an unknown hook";
+}
+
+void deliver_to(Reactor& reactor, const Event& event) {
+  switch (event.kind) {
+    case EventKind::kStart: reactor.on_start(); return;
+    case EventKind::kRestored: reactor.on_restored(); return;
+    case EventKind::kMessage: reactor.on_message(*event.message); return;
+    case EventKind::kTimer: reactor.on_timer(event.timer); return;
+    case EventKind::kAccept: reactor.on_accept(event.socket, event.connection); return;
+    case EventKind::kConnect: reactor.on_connect(event.socket, event.error); return;
+    case EventKind::kData: reactor.on_data(event.socket, event.data); return;
+    case EventKind::kClosed: reactor.on_closed(event.socket, event.error); return;
+    case EventKind::kStop: reactor.on_stop(); return;
+  }
+}
+
+}  // namespace reheap

@@ -1,0 +1,47 @@
+// The event funnel (see event_funnel.h).
+#include "event_funnel.h"
+
+#include <new>
+
+#include "reactor_access.h"
+#include "reactor_scope.h"
+#include "recorder.h"
+#include "reheap/heap_scope.h"
+
+namespace reheap::detail {
+
+void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook) {
+  HeapScope system(nullptr);
+  c->supervision.failed = true;
+  c->supervision.kind = kind;
+  c->supervision.what = what;
+  c->supervision.hook = hook;
+}
+
+bool EventFunnel::deliver(Cell* c, const Event& event) {
+  if (c->state != CellState::kLive || c->reactor == nullptr || c->supervision.failed) return false;
+  live_.begin(c);
+  ReactorHost* host = &live_;
+  Recorder* recorder = c->recorder.get();
+  if (recorder != nullptr) [[unlikely]] host = recorder->begin_event(event, live_);
+  {
+    ReactorScope scope(c);
+    const HostScope door(host, c->reactor);
+    ReactorAccess::events(*c->reactor)++;
+    const char* hook = hook_name(event.kind);
+    try {
+      deliver_to(*c->reactor, event);
+    } catch (const std::bad_alloc& e) {
+      record_failure(c, FailureKind::kOutOfMemory, e.what(), hook);
+    } catch (const std::exception& e) {
+      record_failure(c, FailureKind::kException, e.what(), hook);
+    } catch (...) {
+      record_failure(c, FailureKind::kException, "an exception not derived from std::exception", hook);
+    }
+  }
+  if (recorder != nullptr) [[unlikely]] recorder->end_event(c);
+  c->stats.events++;
+  return !c->supervision.failed && c->state == CellState::kLive;
+}
+
+}  // namespace reheap::detail

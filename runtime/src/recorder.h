@@ -1,0 +1,23 @@
+// Recorder: the recording of one reactor (see reheap/recording.h). The event funnel calls it
+// around every event of a recorded reactor; the host it returns wraps the runtime's and writes
+// down every answer (and, optionally, a digest of every output) after the event's record.
+#pragma once
+
+#include "reheap/event.h"
+#include "reheap/reactor_host.h"
+
+namespace reheap::detail {
+
+struct Cell;
+class LiveHost;
+
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  // Before the hook: appends the event's record; returns the host the hook's operations go to.
+  virtual ReactorHost* begin_event(const Event& event, LiveHost& live) = 0;
+  // After the hook (c->supervision says whether it failed).
+  virtual void end_event(Cell* c) = 0;
+};
+
+}  // namespace reheap::detail
