@@ -115,7 +115,8 @@ class Runtime {
   // exceptions propagate, leaving no reactor behind; the heap goes at once, unless the exception
   // holds memory of it, like std::runtime_error's message: then it goes with the runtime), and
   // starts it on its worker: on_start runs there before any message. Callable from any thread,
-  // reactors included (runtime().spawn).
+  // reactors included, though a reactor should use Reactor::spawn, which a recording records
+  // (DETERMINISM.md).
   // Arguments are copied into the new heap by R's constructor; they must not point into another
   // reactor's heap.
   template <class R, class... Args>
