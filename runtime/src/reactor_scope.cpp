@@ -2,7 +2,7 @@
 
 namespace reheap::detail {
 namespace {
-constinit thread_local Cell* t_cell = nullptr;
+constinit thread_local Cell* t_cell [[gnu::tls_model("initial-exec")]] = nullptr;  // see reactor_host.cpp
 }
 
 Cell* current_cell() noexcept { return t_cell; }

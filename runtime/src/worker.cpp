@@ -20,7 +20,7 @@
 namespace reheap::detail {
 namespace {
 
-constinit thread_local Worker* t_worker = nullptr;
+constinit thread_local Worker* t_worker [[gnu::tls_model("initial-exec")]] = nullptr;  // see reactor_host.cpp
 
 void check_uv(int rc, const char* what) {
   if (rc != 0) {

@@ -74,7 +74,7 @@ class ReactorHost {
 // The caller makes the reactor's heap current too (HeapScope). Nests.
 class HostScope {
  public:
-  HostScope(ReactorHost* host, Reactor* reactor) noexcept;
+  HostScope(ReactorHost* host, const Reactor* reactor) noexcept;
   ~HostScope();
   HostScope(const HostScope&) = delete;
   HostScope& operator=(const HostScope&) = delete;
@@ -84,7 +84,7 @@ class HostScope {
 
  private:
   ReactorHost* previous_host_;
-  Reactor* previous_reactor_;
+  const Reactor* previous_reactor_;
 };
 
 }  // namespace reheap
