@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "reactor_access.h"  // runtime/src
 #include "reheap/heap_scope.h"
 
 namespace reheap::testing::detail {
@@ -17,6 +18,28 @@ namespace {
 }
 
 }  // namespace
+
+std::optional<ReactorFailure> TestHost::deliver(Heap& heap, Reactor& reactor, ActorRef self,
+                                               const Event& event, ActorRef sender) {
+  reactor_ = self;
+  sender_ = sender;
+  std::optional<ReactorFailure> failure;
+  const HeapScope current(heap);
+  const HostScope door(this, &reactor);
+  reheap::detail::ReactorAccess::events(reactor)++;
+  try {
+    deliver_to(reactor, event);
+  } catch (const std::exception& x) {
+    // The exception may live in the reactor's heap: copy what it says to the system heap and let
+    // it go here, while its heap is still current.
+    const HeapScope system(nullptr);
+    failure.emplace(self, hook_name(event.kind), x.what());
+  } catch (...) {
+    const HeapScope system(nullptr);
+    failure.emplace(self, hook_name(event.kind), "an exception not derived from std::exception");
+  }
+  return failure;
+}
 
 void TestHost::seed(std::uint64_t out[2]) {
   out[0] = entropy_.next();

@@ -7,6 +7,11 @@
 // compares them with the recorded ones), on the same host, which is why the outputs are an
 // interface here and not TestRuntime's private business.
 //
+// It is also the door of an event on a test's thread (deliver): it makes the reactor's heap and
+// itself current, counts the event in the reactor, calls the hook and catches what it throws, as
+// the runtime's event funnel does on a worker. TestRuntime delivers every event through it, and
+// so will a replay driver.
+//
 // TestHost has no sockets: each TCP operation throws std::logic_error, created with the system
 // heap current so that the exception's text does not land in the reactor's heap (the reactor may
 // catch it, or it may reach the test). Socket events are made up by the test instead
@@ -14,8 +19,12 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 
+#include "reheap/event.h"
+#include "reheap/heap.h"
 #include "reheap/reactor_host.h"
+#include "reheap/testing/reactor_failure.h"
 #include "reheap/testing/virtual_clock.h"
 
 namespace reheap::testing::detail {
@@ -42,11 +51,10 @@ class TestHost final : public ReactorHost {
   TestHost(const VirtualClock& clock, SeedStream& entropy, HostOutputs& outputs) noexcept
       : clock_(clock), entropy_(entropy), outputs_(outputs) {}
 
-  // The next event goes to `reactor`; `sender` is its message's sender (null for other events).
-  void begin(ActorRef reactor, ActorRef sender) noexcept {
-    reactor_ = reactor;
-    sender_ = sender;
-  }
+  // Delivers `event` to `reactor` (whose reference is `self` and heap `heap`); `sender` is its
+  // message's sender, null for other events. What the hook threw comes back as a ReactorFailure.
+  std::optional<ReactorFailure> deliver(Heap& heap, Reactor& reactor, ActorRef self, const Event& event,
+                                        ActorRef sender);
 
   std::chrono::system_clock::time_point system_now() override { return clock_.system_now(); }
   std::chrono::steady_clock::time_point steady_now() override { return clock_.steady_now(); }

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "reactor_access.h"  // runtime/src
+#include "reactor_access.h"  // runtime/src: self()
 #include "reheap/heap_scope.h"
 #include "test_runtime_impl.h"
 
@@ -26,7 +26,9 @@ constexpr std::uint64_t kShuffleStream = 0x73687566666C6521ull;
 // Frees a message when the step that took it is over, thrown out of or not.
 struct EnvelopeOwner {
   Envelope* envelope;
-  ~EnvelopeOwner() { reheap::detail::free_envelope(envelope); }
+  ~EnvelopeOwner() {
+    if (envelope != nullptr) reheap::detail::free_envelope(envelope);
+  }
 };
 
 }  // namespace
@@ -46,24 +48,7 @@ Entry* TestRuntime::Impl::find(ActorRef ref) noexcept {
 }
 
 void TestRuntime::Impl::deliver(Entry& e, const Event& event, ActorRef sender) {
-  host.begin(e.ref, sender);
-  std::optional<ReactorFailure> failure;
-  {
-    const HeapScope heap(e.heap.get());
-    const HostScope door(&host, e.reactor);
-    ReactorAccess::events(*e.reactor)++;
-    try {
-      deliver_to(*e.reactor, event);
-    } catch (const std::exception& x) {
-      // The exception may live in the reactor's heap: copy what it says to the system heap and
-      // let it go here, while its heap is still current.
-      const HeapScope system(nullptr);
-      failure.emplace(e.ref, hook_name(event.kind), x.what());
-    } catch (...) {
-      const HeapScope system(nullptr);
-      failure.emplace(e.ref, hook_name(event.kind), "an exception not derived from std::exception");
-    }
-  }
+  std::optional<ReactorFailure> failure = host.deliver(*e.heap, *e.reactor, e.ref, event, sender);
   ++events;
   // Snapshots asked for during the hook are taken now that it has returned, so that a reactor
   // snapshotting itself is saved between two of its events, as on a worker.
@@ -144,6 +129,11 @@ bool TestRuntime::Impl::step() {
     const EnvelopeOwner owner{m.envelope};
     Entry* e = find(m.to);
     if (e == nullptr || e->state != ReactorState::kLive) continue;  // a dead letter
+    if (m.envelope == nullptr) {  // the test's stop request
+      e->state = ReactorState::kStopping;
+      deliver(*e, Event{.kind = EventKind::kStop}, ActorRef());
+      return true;
+    }
     const Message message(*m.envelope);
     deliver(*e, Event{.kind = EventKind::kMessage, .message = &message}, m.from);
     return true;
@@ -267,7 +257,9 @@ TestRuntime::~TestRuntime() {
     // A failed reactor's state is suspect: its heap goes without its destructor, as on a worker.
     impl_->destroy(*e, e->state != ReactorState::kFailed);
   }
-  for (const detail::PendingMessage& m : impl_->messages) reheap::detail::free_envelope(m.envelope);
+  for (const detail::PendingMessage& m : impl_->messages) {
+    if (m.envelope != nullptr) reheap::detail::free_envelope(m.envelope);
+  }
 }
 
 ActorRef TestRuntime::spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct,
@@ -311,7 +303,8 @@ bool TestRuntime::stop(ActorRef ref) {
     return true;
   }
   if (e->state != ReactorState::kLive) return false;
-  impl_->stop(ref);
+  // In the order of the test's messages to it, as Runtime::stop's system message is.
+  impl_->messages.push_back(detail::PendingMessage{ActorRef(), ref, nullptr});
   return true;
 }
 

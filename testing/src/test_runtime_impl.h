@@ -40,7 +40,7 @@ struct Entry {
 struct PendingMessage {
   ActorRef from;
   ActorRef to;
-  reheap::detail::Envelope* envelope;
+  reheap::detail::Envelope* envelope;  // null: a stop request from the test (TestRuntime::stop)
 };
 
 struct Timer {

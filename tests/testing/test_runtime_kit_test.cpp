@@ -237,6 +237,24 @@ TEST(TestRuntimeStop, StopDeliversOnStopAndDestructionStopsTheRest) {
   EXPECT_EQ(stops, 2);
 }
 
+TEST(TestRuntimeStop, TheTestStopsAReactorAndItsLaterMessagesAreDeadLetters) {
+  int stops = 0;
+  TestRuntime rt;
+  const ActorRef never_started = rt.spawn<Stopper>(&stops);
+  EXPECT_TRUE(rt.stop(never_started));  // gone at once, without on_stop: it never started
+  const ActorRef r = rt.spawn<Stopper>(&stops);
+  rt.run();
+  rt.send(r, Question{1});  // a question stops it too: the first stop wins
+  EXPECT_TRUE(rt.stop(r));
+  rt.send(r, Answer{1});
+  EXPECT_TRUE(rt.alive(r));  // until its stop is delivered
+  EXPECT_EQ(rt.run(), 2u);   // the question, then on_stop; the answer after it is a dead letter
+  EXPECT_EQ(stops, 1);
+  EXPECT_FALSE(rt.alive(r));
+  EXPECT_FALSE(rt.stop(r));
+  EXPECT_EQ(rt.send(r, Answer{2}), reheap::SendResult::kNoSuchReactor);
+}
+
 // ---- snapshots ----
 
 struct Add {

@@ -12,8 +12,8 @@
 // worker; between steps the test reads it with reactor<R>(ref) and heap(ref). References are
 // ActorRef::make(config.origin, slot, 1) with slots counted from 1 in spawn order, so they too are
 // the same in every run. Pending work is: starts (on_start of reactors spawned and not yet
-// started), stops (on_stop of reactors that called stop() or were stopped by the test), messages,
-// and timers.
+// started), stops (on_stop of reactors that called Reactor::stop()), messages (the test's stop
+// requests among them), and timers.
 //
 // Order. step() delivers, in this order of priority: the oldest pending stop, the oldest pending
 // start, then one message. Starts and stops go first so that a reactor is started before any
@@ -67,6 +67,7 @@
 #include "reheap/reactor.h"
 #include "reheap/spawn_options.h"
 #include "reheap/testing/probe.h"
+#include "reheap/testing/reactor_failure.h"
 #include "reheap/testing/virtual_clock.h"
 
 namespace reheap::testing {
@@ -90,24 +91,6 @@ struct TestRuntimeConfig {
   std::uint32_t origin = 1;  // the origin of the references it mints
   std::chrono::system_clock::time_point system_epoch = VirtualClock::kSystemEpoch;
   std::chrono::steady_clock::time_point steady_epoch = VirtualClock::kSteadyEpoch;
-};
-
-// A hook of a reactor threw.
-class ReactorFailure : public std::runtime_error {
- public:
-  ReactorFailure(ActorRef reactor, std::string hook, const std::string& what)
-      : std::runtime_error("reactor " + std::to_string(reactor.value()) + " failed in " + hook + ": " + what),
-        reactor_(reactor),
-        hook_(std::move(hook)),
-        what_(what) {}
-  ActorRef reactor() const noexcept { return reactor_; }
-  const std::string& hook() const noexcept { return hook_; }         // "on_message", ...
-  const std::string& exception() const noexcept { return what_; }  // the exception's what()
-
- private:
-  ActorRef reactor_;
-  std::string hook_;
-  std::string what_;
 };
 
 class TestRuntime {
@@ -165,7 +148,9 @@ class TestRuntime {
   // Delivers `event` to `ref` now, through the same door as every other event (for socket events
   // and other inputs the test makes up). False if `ref` names no live reactor.
   bool deliver(ActorRef ref, const Event& event);
-  // Stops `ref` from the test: its on_stop is pending. False if it is not live.
+  // Stops `ref` from the test, as Runtime::stop does: after the messages the test sent it before
+  // (the request travels with them), it gets on_stop; a reactor not started yet just goes. False
+  // if it is not live.
   bool stop(ActorRef ref);
 
   // ---- time ----
@@ -191,9 +176,14 @@ class TestRuntime {
     const ActorRef probe = spawn<Probe>(options);
     SendResult result = send_from(probe, to, request);
     std::optional<Reply> reply;
-    if (result == SendResult::kOk) {
-      run_until_received(probe, message_type_id<Reply>(), timeout);
-      reply = reactor<Probe>(probe).template last<Reply>();
+    try {
+      if (result == SendResult::kOk) {
+        run_until_received(probe, message_type_id<Reply>(), timeout);
+        reply = reactor<Probe>(probe).template last<Reply>();
+      }
+    } catch (...) {
+      retire(probe);  // a ReactorFailure on the way, or a reply that does not decode
+      throw;
     }
     retire(probe);
     return reply;
