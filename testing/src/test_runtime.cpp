@@ -128,7 +128,10 @@ bool TestRuntime::Impl::step() {
     messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(index));
     const EnvelopeOwner owner{m.envelope};
     Entry* e = find(m.to);
-    if (e == nullptr || e->state != ReactorState::kLive) continue;  // a dead letter
+    if (e == nullptr || e->state != ReactorState::kLive) {
+      if (m.envelope != nullptr) ++dead_letters;  // a stop request for a reactor gone is no loss
+      continue;
+    }
     if (m.envelope == nullptr) {  // the test's stop request
       e->state = ReactorState::kStopping;
       deliver(*e, Event{.kind = EventKind::kStop}, ActorRef());
@@ -375,6 +378,7 @@ std::size_t TestRuntime::pending() const noexcept {
 }
 
 std::uint64_t TestRuntime::events_delivered() const noexcept { return impl_->events; }
+std::uint64_t TestRuntime::dead_letters() const noexcept { return impl_->dead_letters; }
 const std::vector<ReactorFailure>& TestRuntime::failures() const noexcept { return impl_->failures; }
 
 }  // namespace reheap::testing

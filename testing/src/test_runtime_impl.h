@@ -117,6 +117,7 @@ struct TestRuntime::Impl final : detail::HostOutputs {
   // way to the caller): kept until the end rather than freed under it.
   std::vector<HeapPtr> abandoned;
   std::uint64_t events = 0;
+  std::uint64_t dead_letters = 0;
 };
 
 }  // namespace reheap::testing

@@ -146,7 +146,8 @@ TEST(TestRuntimeFailure, AThrowingHookIsRethrownFromRunByDefault) {
   }
   // The reactor failed: no more events, sends are refused, its state stays readable.
   EXPECT_FALSE(rt.alive(r));
-  EXPECT_EQ(rt.run(), 0u);  // the third question was a dead letter
+  EXPECT_EQ(rt.run(), 0u);
+  EXPECT_EQ(rt.dead_letters(), 1u);  // the third question
   EXPECT_EQ(rt.reactor<Fragile>(r).answered, 1);
   EXPECT_EQ(rt.send(r, Question{3}), reheap::SendResult::kNoSuchReactor);
 }
@@ -250,6 +251,7 @@ TEST(TestRuntimeStop, TheTestStopsAReactorAndItsLaterMessagesAreDeadLetters) {
   EXPECT_TRUE(rt.alive(r));  // until its stop is delivered
   EXPECT_EQ(rt.run(), 2u);   // the question, then on_stop; the answer after it is a dead letter
   EXPECT_EQ(stops, 1);
+  EXPECT_EQ(rt.dead_letters(), 1u);
   EXPECT_FALSE(rt.alive(r));
   EXPECT_FALSE(rt.stop(r));
   EXPECT_EQ(rt.send(r, Answer{2}), reheap::SendResult::kNoSuchReactor);
@@ -263,7 +265,8 @@ struct Add {
 };
 struct Save {
   std::string file;
-  MSGPACK_DEFINE(file)
+  ActorRef target;  // null: itself
+  MSGPACK_DEFINE(file, target)
 };
 
 class Ledger : public Reactor {
@@ -274,15 +277,26 @@ class Ledger : public Reactor {
     handle<&Ledger::on_done>();
   }
   void on_add(const Add& a) { items.push_back(a.item); }
-  void on_save(const Save& s) { request_snapshot(self(), s.file); }
+  void on_save(const Save& s) { request_snapshot(s.target ? s.target : self(), s.file); }
   void on_done(const reheap::SnapshotDone& d) {
+    status = d.snapshot_status();
     saved = d.ok();
     answered_by_target = sender() == d.target;
   }
   std::vector<std::string> items;
+  reheap::SnapshotStatus status = reheap::SnapshotStatus::kFailed;
   bool saved = false;
   bool answered_by_target = false;
 };
+
+TEST(TestRuntimeSnapshot, ARequestForNoReactorIsAnsweredSo) {
+  TestRuntime rt;
+  const ActorRef ledger = rt.spawn<Ledger>();
+  rt.send(ledger, Save{"unused.snap", ActorRef::make(1, 99, 1)});
+  rt.run();
+  EXPECT_EQ(rt.reactor<Ledger>(ledger).status, reheap::SnapshotStatus::kNoSuchReactor);
+  EXPECT_FALSE(std::filesystem::exists("unused.snap"));
+}
 
 TEST(TestRuntimeSnapshot, RequestSnapshotWritesAFileThatRestoresTheSameState) {
   const std::filesystem::path file =
@@ -294,10 +308,11 @@ TEST(TestRuntimeSnapshot, RequestSnapshotWritesAFileThatRestoresTheSameState) {
     const ActorRef ledger = rt.spawn<Ledger>();
     rt.send(ledger, Add{"apples"});
     rt.send(ledger, Add{std::string(300, 'p')});  // beyond the small-string buffer: in the heap
-    rt.send(ledger, Save{file.string()});
+    rt.send(ledger, Save{file.string(), ActorRef()});
     rt.send(ledger, Add{"after the snapshot"});
-    rt.run();
+    EXPECT_EQ(rt.run(), 6u);  // start, 3 adds, the save, SnapshotDone
     const Ledger& l = rt.reactor<Ledger>(ledger);
+    EXPECT_EQ(l.status, reheap::SnapshotStatus::kSaved);
     EXPECT_TRUE(l.saved);
     EXPECT_TRUE(l.answered_by_target);
     ASSERT_EQ(l.items.size(), 3u);

@@ -30,6 +30,17 @@
 // cancel itself) and runs what that caused; then sets the clock to the target. The time a reactor
 // reads is fixed during an event, since the clock moves only between events.
 //
+// Spawns and stops. Reactor::spawn from a hook builds the child at once, on this TestRuntime, its
+// on_start pending; SpawnOptions::name and heap_limit apply, the rest has no meaning here. A
+// reactor that stops or fails takes its pending messages with it: they are dead letters, counted
+// in dead_letters(); a send to it afterwards answers kNoSuchReactor, as on a worker.
+//
+// Snapshots. Reactor::request_snapshot is carried out as soon as the requesting hook returns,
+// before any other event, with the target's heap saved by a Snapshotter as on a worker (its armed
+// timers written into it with the time they have left); the SnapshotDone answer is then a message
+// from the target to the requester. The file exists when the step() that delivered the request
+// returns.
+//
 // Failures. A hook that throws fails its reactor as the runtime's kStop policy does: it gets no
 // more events (no on_stop either), sends to it answer kNoSuchReactor, and its heap is kept for
 // inspection until the TestRuntime goes. What is reported is a ReactorFailure (reactor, hook, the
@@ -201,6 +212,7 @@ class TestRuntime {
   bool alive(ActorRef ref) const noexcept;  // started or not, not stopped and not failed
   std::size_t pending() const noexcept;     // starts, stops and messages waiting (not timers)
   std::uint64_t events_delivered() const noexcept;
+  std::uint64_t dead_letters() const noexcept;  // messages dropped because their receiver went
   const std::vector<ReactorFailure>& failures() const noexcept;
 
  private:
