@@ -40,11 +40,21 @@ TestRuntime::Impl::Impl(const TestRuntimeConfig& c)
       shuffle(c.seed ^ kShuffleStream),
       host(clock, entropy, *this) {}
 
+namespace {
+bool minted_here(ActorRef ref, std::uint32_t origin) noexcept {
+  return ref.origin() == (origin & ((1u << ActorRef::kOriginBits) - 1)) && ref.generation() == 1 && ref.slot() != 0;
+}
+}  // namespace
+
 Entry* TestRuntime::Impl::find(ActorRef ref) noexcept {
-  if (ref.origin() != (config.origin & ((1u << ActorRef::kOriginBits) - 1)) || ref.generation() != 1) return nullptr;
+  if (!restored.empty()) [[unlikely]] {
+    if (auto it = restored.find(ref.value()); it != restored.end()) return entries[it->second].get();
+  }
+  if (!minted_here(ref, config.origin)) return nullptr;
   const std::uint32_t slot = ref.slot();
-  if (slot == 0 || slot > entries.size()) return nullptr;
-  return entries[slot - 1].get();
+  if (slot > entries.size()) return nullptr;
+  Entry* e = entries[slot - 1].get();
+  return e != nullptr && e->ref == ref ? e : nullptr;
 }
 
 void TestRuntime::Impl::deliver(Entry& e, const Event& event, ActorRef sender) {
@@ -119,7 +129,11 @@ bool TestRuntime::Impl::step() {
     Entry* e = find(ref);
     if (e == nullptr || e->state != ReactorState::kUnstarted) continue;
     e->state = ReactorState::kLive;
-    deliver(*e, Event{.kind = EventKind::kStart}, ActorRef());
+    if (e->restored) {
+      start_restored(*e);
+    } else {
+      deliver(*e, Event{.kind = EventKind::kStart}, ActorRef());
+    }
     return true;
   }
   while (!messages.empty()) {
@@ -210,12 +224,34 @@ ActorRef TestRuntime::Impl::spawn(ActorRef, const SpawnOptions& options, Reactor
     if (heap->stats().live_bytes != 0) abandoned.push_back(std::move(heap));
     throw;
   }
+  return admit(std::move(heap), reactor, options, false);
+}
+
+ActorRef TestRuntime::Impl::admit(HeapPtr heap, Reactor* reactor, const SpawnOptions& options, bool is_restored) {
   const HeapScope system(nullptr);
   auto entry = std::make_unique<Entry>();
-  entry->ref = ActorRef::make(config.origin, static_cast<std::uint32_t>(entries.size() + 1), 1);
+  if (is_restored) {
+    // A restored reactor keeps its reference. One this runtime could have minted takes its own
+    // slot (padding the table), so that no later spawn mints it again; any other is found
+    // through `restored`. Either way, two reactors with one reference are refused.
+    entry->ref = ReactorAccess::self(*reactor);
+    const std::uint32_t slot = entry->ref.slot();
+    if (find(entry->ref) != nullptr || (minted_here(entry->ref, config.origin) && slot <= entries.size())) {
+      throw std::logic_error("reheap::testing::TestRuntime::restore: reference " +
+                             std::to_string(entry->ref.value()) + " is taken in this runtime");
+    }
+    if (minted_here(entry->ref, config.origin)) {
+      entries.resize(slot - 1);
+    } else {
+      restored.emplace(entry->ref.value(), entries.size());
+    }
+  } else {
+    entry->ref = ActorRef::make(config.origin, static_cast<std::uint32_t>(entries.size() + 1), 1);
+    ReactorAccess::self(*reactor) = entry->ref;
+    heap->set_root(reactor);
+  }
   entry->options = options;
-  ReactorAccess::self(*reactor) = entry->ref;
-  heap->set_root(reactor);
+  entry->restored = is_restored;
   entry->heap = std::move(heap);
   entry->reactor = reactor;
   const ActorRef ref = entry->ref;
@@ -251,12 +287,14 @@ TestRuntime::~TestRuntime() {
   // on_stop in spawn order for every started reactor; failures are collected, never thrown here.
   impl_->config.failures = FailurePolicy::kCollect;
   for (auto& e : impl_->entries) {
+    if (e == nullptr) continue;  // a slot left free before a restored reactor
     if (e->state == ReactorState::kLive || e->state == ReactorState::kStopping) {
       e->state = ReactorState::kStopping;
       impl_->deliver(*e, Event{.kind = EventKind::kStop}, ActorRef());
     }
   }
   for (auto& e : impl_->entries) {
+    if (e == nullptr) continue;
     // A failed reactor's state is suspect: its heap goes without its destructor, as on a worker.
     impl_->destroy(*e, e->state != ReactorState::kFailed);
   }

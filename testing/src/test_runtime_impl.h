@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "envelope.h"  // runtime/src
@@ -34,6 +35,7 @@ struct Entry {
   HeapPtr heap;
   Reactor* reactor = nullptr;
   ReactorState state = ReactorState::kUnstarted;
+  bool restored = false;  // its first event is on_restored, not on_start
   std::unique_ptr<Snapshotter> snapshotter;  // made on the first snapshot request
 };
 
@@ -78,6 +80,11 @@ struct TestRuntime::Impl final : detail::HostOutputs {
   // stop). Reports a failure per the policy (kRethrow: throws ReactorFailure).
   void deliver(detail::Entry& e, const Event& event, ActorRef sender);
   bool step();
+  // The first events of a restored reactor: its timers re-armed, on_closed for each socket it
+  // had, on_restored.
+  void start_restored(detail::Entry& e);
+  // Registers a reactor: a fresh one under a new reference, a restored one under its own.
+  ActorRef admit(HeapPtr heap, Reactor* reactor, const SpawnOptions& options, bool restored);
   std::size_t advance_to(std::chrono::nanoseconds target);
 
   detail::Entry* find(ActorRef ref) noexcept;
@@ -106,7 +113,10 @@ struct TestRuntime::Impl final : detail::HostOutputs {
   SeedStream shuffle;   // MessageOrder::kShuffle's choices
   detail::TestHost host;
 
-  std::vector<std::unique_ptr<detail::Entry>> entries;  // by slot - 1
+  std::vector<std::unique_ptr<detail::Entry>> entries;  // in admission order; spawned ones by slot - 1
+  // Restored reactors keep the reference they were saved with, which names no slot of this
+  // runtime: they are found through this map (reference value -> index in `entries`).
+  std::unordered_map<std::uint64_t, std::size_t> restored;
   std::deque<ActorRef> starts;
   std::deque<ActorRef> stops;
   std::deque<detail::PendingMessage> messages;  // in send order

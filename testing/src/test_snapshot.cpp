@@ -5,8 +5,12 @@
 // it is the requester), which is where a worker saves a heap too. The SnapshotDone answer is an
 // ordinary message from the target to the requester, queued after whatever the target sent
 // before, as on a worker. As there, the timers the target has armed are written into it before
-// the save (the time each has left) and cleared after, so that a restored heap holds them.
-#include "reactor_access.h"  // runtime/src
+// the save (the time each has left) and cleared after, so that a restored heap holds them; a
+// reactor restored here (TestRuntime::restore) gets them back on its first step.
+#include <system_error>
+
+#include "reactor_access.h"    // runtime/src
+#include "reactor_snapshot.h"  // runtime/src: reactor_of
 #include "reheap/heap_scope.h"
 #include "test_runtime_impl.h"
 
@@ -94,6 +98,44 @@ void TestRuntime::Impl::run_snapshot(const detail::SnapshotJob& job) {
   reheap::detail::Envelope* envelope = reheap::detail::encode(done, &result);
   // An answer nobody can receive is a dead letter, as on a worker.
   if (envelope != nullptr) static_cast<void>(send(job.target, job.requester, envelope));
+}
+
+ActorRef TestRuntime::restore(const std::filesystem::path& file, const SpawnOptions& options) {
+  const HeapScope system(nullptr);
+  HeapPtr heap = reheap::restore(file);
+  Reactor* reactor = reheap::detail::reactor_of(*heap, file);
+  // Increments requested later build on the file it came from, as after a restore on a worker.
+  auto snapshotter = std::make_unique<Snapshotter>(*heap, WriteTracking::kAuto);
+  snapshotter->attach(file);
+  const ActorRef ref = impl_->admit(std::move(heap), reactor, options, true);
+  impl_->find(ref)->snapshotter = std::move(snapshotter);
+  return ref;
+}
+
+void TestRuntime::Impl::start_restored(Entry& e) {
+  std::vector<ReactorAccess::SavedTimer> saved_timers;
+  std::vector<SocketId> saved_sockets;
+  {
+    const HeapScope system(nullptr);  // the copies are the runtime's
+    saved_timers = ReactorAccess::saved_timers(*e.reactor);
+    saved_sockets = ReactorAccess::saved_sockets(*e.reactor);
+  }
+  {
+    const HeapScope heap(e.heap.get());
+    ReactorAccess::saved_timers(*e.reactor).clear();
+    ReactorAccess::saved_sockets(*e.reactor).clear();
+  }
+  for (const ReactorAccess::SavedTimer& t : saved_timers) {
+    timers.insert(detail::Timer{clock.elapsed() + std::chrono::nanoseconds(t.due_in_ns), t.id, e.ref,
+                                std::chrono::nanoseconds(t.period_ns)});
+  }
+  for (SocketId socket : saved_sockets) {
+    deliver(e, Event{.kind = EventKind::kClosed, .socket = socket,
+                     .error = std::make_error_code(std::errc::connection_aborted)},
+            ActorRef());
+    if (e.state != ReactorState::kLive) return;  // it failed (under kCollect) or stopped
+  }
+  deliver(e, Event{.kind = EventKind::kRestored}, ActorRef());
 }
 
 }  // namespace reheap::testing

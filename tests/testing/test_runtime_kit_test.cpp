@@ -276,6 +276,9 @@ class Ledger : public Reactor {
     handle<&Ledger::on_save>();
     handle<&Ledger::on_done>();
   }
+  void on_start() override { start_timer(1s, 1s); }
+  void on_restored() override { restored = true; }
+  void on_timer(reheap::TimerId) override { ++ticks; }
   void on_add(const Add& a) { items.push_back(a.item); }
   void on_save(const Save& s) { request_snapshot(s.target ? s.target : self(), s.file); }
   void on_done(const reheap::SnapshotDone& d) {
@@ -287,6 +290,8 @@ class Ledger : public Reactor {
   reheap::SnapshotStatus status = reheap::SnapshotStatus::kFailed;
   bool saved = false;
   bool answered_by_target = false;
+  bool restored = false;
+  int ticks = 0;
 };
 
 TEST(TestRuntimeSnapshot, ARequestForNoReactorIsAnsweredSo) {
@@ -327,6 +332,42 @@ TEST(TestRuntimeSnapshot, RequestSnapshotWritesAFileThatRestoresTheSameState) {
   EXPECT_EQ(restored->items, items);
   EXPECT_EQ(restored->events_delivered(), events_at_save);
   EXPECT_FALSE(restored->saved);  // the answer came after the snapshot
+}
+
+TEST(TestRuntimeSnapshot, ARestoredReactorKeepsItsReferenceStateAndTimers) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("reheap_testing_restore_" + std::to_string(getpid()) + ".snap");
+  ActorRef original;
+  {
+    TestRuntime rt;
+    original = rt.spawn<Ledger>();
+    rt.send(original, Add{"kept"});
+    rt.advance(2500ms);  // two ticks; the next is due at 3s
+    rt.send(original, Save{file.string(), ActorRef()});
+    rt.run();
+    ASSERT_TRUE(rt.reactor<Ledger>(original).saved);
+  }
+  TestRuntime rt;
+  const ActorRef probe = rt.spawn<Probe>();  // takes slot 1: the restored reactor must not
+  EXPECT_THROW(rt.restore(file), std::logic_error);
+  TestRuntime fresh;
+  const ActorRef ref = fresh.restore(file);
+  std::filesystem::remove(file);
+  EXPECT_EQ(ref, original);
+  EXPECT_EQ(fresh.run(), 1u);  // on_restored
+  const Ledger& l = fresh.reactor<Ledger>(ref);
+  EXPECT_TRUE(l.restored);
+  EXPECT_EQ(l.items, (std::vector<std::string>{"kept"}));
+  EXPECT_EQ(l.ticks, 2);
+  fresh.advance(499ms);
+  EXPECT_EQ(l.ticks, 2);
+  fresh.advance(1ms);  // the 500ms it had left
+  EXPECT_EQ(l.ticks, 3);
+  fresh.advance(1s);
+  EXPECT_EQ(l.ticks, 4);
+  // A spawn after it gets the next slot, not its reference.
+  EXPECT_NE(fresh.spawn<Probe>(), ref);
+  static_cast<void>(probe);
 }
 
 }  // namespace

@@ -35,7 +35,8 @@
 // reactor that stops or fails takes its pending messages with it: they are dead letters, counted
 // in dead_letters(); a send to it afterwards answers kNoSuchReactor, as on a worker.
 //
-// Snapshots. Reactor::request_snapshot is carried out as soon as the requesting hook returns,
+// Snapshots. TestRuntime::restore brings a saved reactor back, under its own reference.
+// Reactor::request_snapshot is carried out as soon as the requesting hook returns,
 // before any other event, with the target's heap saved by a Snapshotter as on a worker (its armed
 // timers written into it with the time they have left); the SnapshotDone answer is then a message
 // from the target to the requester. The file exists when the step() that delivered the request
@@ -61,6 +62,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -134,6 +136,14 @@ class TestRuntime {
   }
   // What the templates call; also the test host's answer to Reactor::spawn.
   ActorRef spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct, void* arguments);
+
+  // Restores a reactor from a snapshot file (of Runtime::snapshot, of a request_snapshot here or
+  // on a worker) under the reference it was saved with. Its first step re-arms the timers it had
+  // (with the time they had left), delivers on_closed(connection_aborted) for each socket it had,
+  // then on_restored - the order a worker uses. Throws what reheap::restore throws (SnapshotError
+  // kCorrupt if the heap's root is not a reactor), std::logic_error if a reactor here has that
+  // reference.
+  ActorRef restore(const std::filesystem::path& file, const SpawnOptions& options = {});
 
   // Queues `value` for `to` from the test (the null sender).
   template <class T>
