@@ -101,7 +101,8 @@ void TestRuntime::Impl::drop_timers(ActorRef owner) noexcept {
 std::size_t TestRuntime::Impl::pick_message() {
   if (config.order == MessageOrder::kFifo || messages.size() == 1) return 0;
   // The candidates are the heads of the (sender, receiver) channels, in send order: the oldest
-  // message of each, since taking any other would overtake one of its own channel.
+  // message of each, since taking any other would overtake one of its own channel. A scan of the
+  // whole queue per message: a test's queues are short, and the order is plain to read.
   std::vector<std::size_t> heads;
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const detail::PendingMessage& m = messages[i];
@@ -286,14 +287,18 @@ TestRuntime::TestRuntime(TestRuntimeConfig config) : impl_(std::make_unique<Impl
 TestRuntime::~TestRuntime() {
   // on_stop in spawn order for every started reactor; failures are collected, never thrown here.
   impl_->config.failures = FailurePolicy::kCollect;
-  for (auto& e : impl_->entries) {
+  // By index: an on_stop may still spawn, which grows the table (the child is destroyed below,
+  // never started).
+  auto& entries = impl_->entries;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    Entry* e = entries[i].get();
     if (e == nullptr) continue;  // a slot left free before a restored reactor
     if (e->state == ReactorState::kLive || e->state == ReactorState::kStopping) {
       e->state = ReactorState::kStopping;
       impl_->deliver(*e, Event{.kind = EventKind::kStop}, ActorRef());
     }
   }
-  for (auto& e : impl_->entries) {
+  for (auto& e : entries) {
     if (e == nullptr) continue;
     // A failed reactor's state is suspect: its heap goes without its destructor, as on a worker.
     impl_->destroy(*e, e->state != ReactorState::kFailed);

@@ -238,6 +238,28 @@ TEST(TestRuntimeStop, StopDeliversOnStopAndDestructionStopsTheRest) {
   EXPECT_EQ(stops, 2);
 }
 
+class Heir : public Reactor {
+ public:
+  explicit Heir(int* stops) : stops_(stops) {}
+  void on_stop() override {
+    ++*stops_;
+    spawn<Stopper>(stops_);  // a child born during the shutdown is destroyed, never started
+  }
+
+ private:
+  int* stops_;
+};
+
+TEST(TestRuntimeStop, DestructionCopesWithASpawnInOnStop) {
+  int stops = 0;
+  {
+    TestRuntime rt;
+    for (int i = 0; i < 8; ++i) rt.spawn<Heir>(&stops);
+    rt.run();
+  }
+  EXPECT_EQ(stops, 8);
+}
+
 TEST(TestRuntimeStop, TheTestStopsAReactorAndItsLaterMessagesAreDeadLetters) {
   int stops = 0;
   TestRuntime rt;

@@ -185,10 +185,12 @@ class TestRuntime {
 
   // ---- ask ----
   // Sends `request` to `to` from a temporary Probe and runs until a Reply reaches the probe,
-  // advancing the clock from timer to timer but by at most `timeout`; nullopt if none came. The
-  // convention: the asked reactor answers to sender(), in the handler or later (from a timer, or
-  // after asking others). The probe is stopped and its heap destroyed before ask returns, so late
-  // answers are dead letters (kNoSuchReactor).
+  // advancing the clock from timer to timer but by at most `timeout`; nullopt if none came, the
+  // clock then standing `timeout` after the call. Other work pending at the call runs as well (it
+  // is one runtime). The convention: the asked reactor answers to sender(), in the handler or
+  // later (from a timer, or after asking others). The probe is stopped and its heap destroyed
+  // before ask returns, so a late answer is refused (kNoSuchReactor) and lost. A failure of a
+  // hook under kRethrow passes through ask.
   template <class Reply, class Request>
   std::optional<Reply> ask(ActorRef to, const Request& request,
                            std::chrono::nanoseconds timeout = std::chrono::seconds(1)) {
