@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs the release build into a temporary prefix and builds a tiny consumer against it, once
-# with find_package(reheap) and once with pkg-config, then runs both.
+# with find_package(reheap) and once with pkg-config, then runs both; then the same for a tiny
+# GoogleTest program on the test kit (reheap::testing, reheap-testing.pc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --preset release >/dev/null
-cmake --build --preset release --target reheap_heap reheap_new_delete reheap_runtime reheap-snap >/dev/null
+cmake --build --preset release --target reheap_heap reheap_new_delete reheap_runtime reheap_testing \
+  reheap-snap >/dev/null
 cmake --install build/release --prefix "$prefix/usr" >/dev/null
 mkdir -p "$prefix/consumer"
 cat > "$prefix/consumer/main.cpp" <<'CPP'
@@ -47,7 +49,25 @@ find_package(reheap REQUIRED)
 add_executable(consumer main.cpp)
 target_link_libraries(consumer PRIVATE reheap::global_new reheap::runtime)
 target_compile_definitions(consumer PRIVATE WITH_RUNTIME=1)
+# The test kit: reheap::testing brings GoogleTest (found by reheap's config) and global_new.
+add_executable(kit_consumer kit_test.cpp)
+target_link_libraries(kit_consumer PRIVATE reheap::testing GTest::gtest_main)
 CMAKE
+cat > "$prefix/consumer/kit_test.cpp" <<'CPP'
+#include <gtest/gtest.h>
+#include <reheap/testing/test_runtime.h>
+struct Ping { int n; };
+struct Echo : reheap::Reactor {
+  Echo() { handle<&Echo::on_ping>(); }
+  void on_ping(const Ping& p) { send(sender(), Ping{p.n + 1}); }
+};
+TEST(Kit, AskGetsTheAnswer) {
+  reheap::testing::TestRuntime rt;
+  const auto reply = rt.ask<Ping>(rt.spawn<Echo>(), Ping{41});
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->n, 42);
+}
+CPP
 cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null
 cmake --build "$prefix/consumer/build" | tail -20
@@ -58,3 +78,11 @@ PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgc
   $(PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" pkg-config --cflags --libs reheap)
 "$prefix/consumer/pc"
 echo "install: pkg-config consumer OK"
+"$prefix/consumer/build/kit_consumer" >/dev/null
+echo "install: find_package(reheap) reheap::testing consumer OK"
+PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" \
+  c++ "$prefix/consumer/kit_test.cpp" -o "$prefix/consumer/kit_pc" \
+  $(PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" \
+    pkg-config --cflags --libs reheap-testing gtest_main)
+"$prefix/consumer/kit_pc" >/dev/null
+echo "install: pkg-config reheap-testing consumer OK"

@@ -1,0 +1,238 @@
+// TestRuntime: a deterministic runtime for unit tests of reactors, on the test's own thread.
+//
+// What it is. A reheap::Runtime runs reactors on worker threads, with real clocks, real entropy
+// and a message order that depends on scheduling. A TestRuntime runs the same reactor classes,
+// unchanged, one event at a time when the test says so (step, run, advance), with no thread but
+// the test's: every reactor's operations go to a test host (reactor_host.h) that answers the time
+// from a VirtualClock, the random seeds from a SeedStream of TestRuntimeConfig::seed, and keeps
+// every output (sends, timers, spawns, stops, snapshot requests) in queues that the test drains.
+// A test therefore is a sequence of steps whose outcome is the same in every run.
+//
+// Data model. Each reactor has its own heap, made current for each of its events, exactly as on a
+// worker; between steps the test reads it with reactor<R>(ref) and heap(ref). References are
+// ActorRef::make(config.origin, slot, 1) with slots counted from 1 in spawn order, so they too are
+// the same in every run. Pending work is: starts (on_start of reactors spawned and not yet
+// started), stops (on_stop of reactors that called Reactor::stop()), messages (the test's stop
+// requests among them), and timers.
+//
+// Order. step() delivers, in this order of priority: the oldest pending stop, the oldest pending
+// start, then one message. Starts and stops go first so that a reactor is started before any
+// message reaches it and stops right after the hook that asked for it. Messages are FIFO per
+// (sender, receiver) always; among the heads of those channels, MessageOrder::kFifo takes the
+// oldest sent (one global FIFO), MessageOrder::kShuffle takes one at random from a stream of the
+// seed, the heads ranked by send order so that the choice is deterministic. Messages sent from the
+// test have the null sender: they form one channel per receiver.
+//
+// Time. Timers fire only in advance()/advance_to() (and ask()): run() never moves the clock, so a
+// test sees every state between two instants. advance first runs what is pending at the current
+// time, then, for each due timer in order of due time, then timer id, then reactor reference, moves
+// the clock to its due time, fires it (a periodic timer is re-armed before its hook runs, so it may
+// cancel itself) and runs what that caused; then sets the clock to the target. The time a reactor
+// reads is fixed during an event, since the clock moves only between events.
+//
+// Spawns and stops. Reactor::spawn from a hook builds the child at once, on this TestRuntime, its
+// on_start pending; SpawnOptions::name and heap_limit apply, the rest has no meaning here. A
+// reactor that stops or fails takes its pending messages with it: they are dead letters, counted
+// in dead_letters(); a send to it afterwards answers kNoSuchReactor, as on a worker.
+//
+// Snapshots. TestRuntime::restore brings a saved reactor back, under its own reference.
+// Reactor::request_snapshot is carried out as soon as the requesting hook returns,
+// before any other event, with the target's heap saved by a Snapshotter as on a worker (its armed
+// timers written into it with the time they have left); the SnapshotDone answer is then a message
+// from the target to the requester. The file exists when the step() that delivered the request
+// returns.
+//
+// Failures. A hook that throws fails its reactor as the runtime's kStop policy does: it gets no
+// more events (no on_stop either), sends to it answer kNoSuchReactor, and its heap is kept for
+// inspection until the TestRuntime goes. What is reported is a ReactorFailure (reactor, hook, the
+// exception's what()): FailurePolicy::kRethrow (the default) throws it from the step()/run()/
+// advance() call that delivered the event, so an unexpected exception fails the test where it
+// happened; kCollect appends it to failures() and carries on, for tests of failure handling. The
+// original exception object is not rethrown: it may live in the reactor's heap, which must not be
+// freed from outside that heap.
+//
+// What it does not do. No sockets: TCP operations throw std::logic_error ("TestRuntime has no
+// sockets"); a test feeds socket events with deliver(ref, Event) instead, which delivers any kind
+// of event at once. Mailbox bounds and supervision policies other than kStop are not modelled.
+// Reactor::runtime() throws std::logic_error: there is no reheap::Runtime. worker() is 0.
+//
+// Threading: a TestRuntime and its reactors belong to the thread that made it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "reheap/actor_ref.h"
+#include "reheap/event.h"
+#include "reheap/heap.h"
+#include "reheap/message.h"
+#include "reheap/reactor.h"
+#include "reheap/spawn_options.h"
+#include "reheap/testing/probe.h"
+#include "reheap/testing/reactor_failure.h"
+#include "reheap/testing/virtual_clock.h"
+
+namespace reheap::testing {
+
+enum class MessageOrder : std::uint8_t {
+  kFifo,     // the oldest message sent goes first
+  kShuffle,  // a seeded choice among the oldest message of each (sender, receiver) channel
+};
+
+enum class FailurePolicy : std::uint8_t {
+  kRethrow,  // the call that delivered the failing event throws the ReactorFailure
+  kCollect,  // the ReactorFailure goes to failures(); the run carries on
+};
+
+struct TestRuntimeConfig {
+  // The one source of nondeterminism: the shuffle's choices and the reactors' random() seeds come
+  // from two independent streams of it, so turning the shuffle on does not change random().
+  std::uint64_t seed = 0;
+  MessageOrder order = MessageOrder::kFifo;
+  FailurePolicy failures = FailurePolicy::kRethrow;
+  std::uint32_t origin = 1;  // the origin of the references it mints
+  std::chrono::system_clock::time_point system_epoch = VirtualClock::kSystemEpoch;
+  std::chrono::steady_clock::time_point steady_epoch = VirtualClock::kSteadyEpoch;
+};
+
+class TestRuntime {
+ public:
+  explicit TestRuntime(TestRuntimeConfig config = {});
+  // Stops every live reactor (on_stop, in spawn order), then destroys the reactors and their
+  // heaps, and frees the messages still pending.
+  ~TestRuntime();
+  TestRuntime(const TestRuntime&) = delete;
+  TestRuntime& operator=(const TestRuntime&) = delete;
+
+  // Creates a heap, constructs R(args...) in it, sets its reference and makes it the heap's root.
+  // on_start is delivered by the next step. The constructor's exceptions propagate.
+  template <class R, class... Args>
+  ActorRef spawn(const SpawnOptions& options, Args&&... args) {
+    static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
+    std::tuple<Args&&...> arguments(std::forward<Args>(args)...);
+    return spawn_constructed(
+        options,
+        [](void* packed) -> Reactor* {
+          return std::apply([](auto&&... a) -> Reactor* { return new R(std::forward<decltype(a)>(a)...); },
+                            std::move(*static_cast<std::tuple<Args&&...>*>(packed)));
+        },
+        &arguments);
+  }
+  template <class R, class... Args>
+    requires(!reheap::detail::kFirstIsSpawnOptions<Args...>)
+  ActorRef spawn(Args&&... args) {
+    return spawn<R>(SpawnOptions{}, std::forward<Args>(args)...);
+  }
+  // What the templates call; also the test host's answer to Reactor::spawn.
+  ActorRef spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct, void* arguments);
+
+  // Restores a reactor from a snapshot file (of Runtime::snapshot, of a request_snapshot here or
+  // on a worker) under the reference it was saved with. Its first step re-arms the timers it had
+  // (with the time they had left), delivers on_closed(connection_aborted) for each socket it had,
+  // then on_restored - the order a worker uses. Throws what reheap::restore throws (SnapshotError
+  // kCorrupt if the heap's root is not a reactor), std::logic_error if a reactor here has that
+  // reference.
+  ActorRef restore(const std::filesystem::path& file, const SpawnOptions& options = {});
+
+  // Queues `value` for `to` from the test (the null sender).
+  template <class T>
+  SendResult send(ActorRef to, const T& value) {
+    return send_from(ActorRef(), to, value);
+  }
+  // Queues `value` for `to` as if `from` (a reactor of this runtime, or null) had sent it.
+  template <class T>
+  SendResult send_from(ActorRef from, ActorRef to, const T& value) {
+    SendResult result = SendResult::kOk;
+    reheap::detail::Envelope* e = reheap::detail::encode(value, &result);
+    if (e == nullptr) return result;
+    return send_envelope(from, to, e);
+  }
+  // Takes the envelope (queued or freed).
+  SendResult send_envelope(ActorRef from, ActorRef to, reheap::detail::Envelope* envelope);
+
+  // ---- driving ----
+  bool step();               // delivers one pending event (see Order); false if none was pending
+  std::size_t run();         // steps until nothing is pending; returns the events delivered
+  // Steps until pred() holds (checked before each step) or nothing is pending; returns pred().
+  bool run_until(const std::function<bool()>& pred);
+  // Delivers `event` to `ref` now, through the same door as every other event (for socket events
+  // and other inputs the test makes up). False if `ref` names no live reactor.
+  bool deliver(ActorRef ref, const Event& event);
+  // Stops `ref` from the test, as Runtime::stop does: after the messages the test sent it before
+  // (the request travels with them), it gets on_stop; a reactor not started yet just goes. False
+  // if it is not live.
+  bool stop(ActorRef ref);
+
+  // ---- time ----
+  std::chrono::system_clock::time_point now() const noexcept;
+  std::chrono::steady_clock::time_point steady_now() const noexcept;
+  // See Time above. Both return the events delivered.
+  std::size_t advance(std::chrono::nanoseconds duration);
+  std::size_t advance_to(std::chrono::steady_clock::time_point when);
+  // The due time of the earliest armed timer, if any.
+  std::optional<std::chrono::steady_clock::time_point> next_timer() const;
+
+  // ---- ask ----
+  // Sends `request` to `to` from a temporary Probe and runs until a Reply reaches the probe,
+  // advancing the clock from timer to timer but by at most `timeout`; nullopt if none came, the
+  // clock then standing `timeout` after the call. Other work pending at the call runs as well (it
+  // is one runtime). The convention: the asked reactor answers to sender(), in the handler or
+  // later (from a timer, or after asking others). The probe is stopped and its heap destroyed
+  // before ask returns, so a late answer is refused (kNoSuchReactor) and lost. A failure of a
+  // hook under kRethrow passes through ask.
+  template <class Reply, class Request>
+  std::optional<Reply> ask(ActorRef to, const Request& request,
+                           std::chrono::nanoseconds timeout = std::chrono::seconds(1)) {
+    SpawnOptions options;
+    options.name = "ask";
+    const ActorRef probe = spawn<Probe>(options);
+    SendResult result = send_from(probe, to, request);
+    std::optional<Reply> reply;
+    try {
+      if (result == SendResult::kOk) {
+        run_until_received(probe, message_type_id<Reply>(), timeout);
+        reply = reactor<Probe>(probe).template last<Reply>();
+      }
+    } catch (...) {
+      retire(probe);  // a ReactorFailure on the way, or a reply that does not decode
+      throw;
+    }
+    retire(probe);
+    return reply;
+  }
+
+  // ---- inspection between steps ----
+  // The reactor `ref` names, as R; throws std::out_of_range if it names none (stopped reactors
+  // are gone; failed ones are kept), std::bad_cast if it is not an R.
+  template <class R>
+  R& reactor(ActorRef ref) {
+    return dynamic_cast<R&>(reactor_base(ref));
+  }
+  Reactor& reactor_base(ActorRef ref);
+  Heap& heap(ActorRef ref);
+  bool alive(ActorRef ref) const noexcept;  // started or not, not stopped and not failed
+  std::size_t pending() const noexcept;     // starts, stops and messages waiting (not timers)
+  std::uint64_t events_delivered() const noexcept;
+  std::uint64_t dead_letters() const noexcept;  // messages dropped because their receiver went
+  const std::vector<ReactorFailure>& failures() const noexcept;
+
+ private:
+  struct Impl;
+  void run_until_received(ActorRef probe, std::uint64_t type_id, std::chrono::nanoseconds timeout);
+  void retire(ActorRef ref);  // stops `ref` without on_stop and destroys its heap
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace reheap::testing
