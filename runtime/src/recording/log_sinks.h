@@ -29,6 +29,9 @@ class FileSegmentSink final : public LogSink {
   FileSegmentSink(const FileSegmentSink&) = delete;
   FileSegmentSink& operator=(const FileSegmentSink&) = delete;
 
+  // Opens the first segment, for the events after `events_before` (so that a recording with no
+  // block yet is still a readable, empty log).
+  void start(std::uint64_t events_before) { open_segment(events_before); }
   void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
   // The segments written so far, oldest first.
   const std::vector<std::filesystem::path>& segments() const noexcept { return segments_; }

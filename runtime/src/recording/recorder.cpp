@@ -53,6 +53,19 @@ class ReactorRecorder final : public Recorder, private LogSink {
  public:
   ReactorRecorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors)
       : options_(options), errors_(errors), writer_(*this, 0), host_(writer_, options.outputs) {}
+  // The reactor is gone (teardown): what the last block holds still goes to the sink.
+  ~ReactorRecorder() override {
+    if (stopped_ || !anchored_) return;
+    HeapScope system(nullptr);
+    try {
+      writer_.flush();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "reheap: the end of the recording of reactor %llu is lost: %s\n",
+                   static_cast<unsigned long long>(actor_.value()), e.what());
+    }
+  }
+  ReactorRecorder(const ReactorRecorder&) = delete;
+  ReactorRecorder& operator=(const ReactorRecorder&) = delete;
 
   ReactorHost* begin_event(const Event& event, LiveHost& live) override;
   void end_event(Cell* c) override;
@@ -127,6 +140,7 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events) {
       anchor_file_ = directory_ / anchor_name(events);
       save_reactor_aside(c, anchor_file_);
       file_ = std::make_unique<FileSegmentSink>(directory_, header_for(events), options_.segment_bytes);
+      file_->start(events);
       ++file_anchors_;
     } else {
       checkpoint_.clear();
