@@ -393,6 +393,42 @@ TEST(Recording, AFailingHookLeavesACrashBundleAndSupervisionGoesOn) {
   }
 }
 
+// A snapshot is anchored by the heap's event count: the log on disk must already hold every
+// event before it, and a restored reactor can be recorded from its restore on.
+TEST(Recording, SnapshotsFindTheLogWrittenUpToThemAndRestoredReactorsAreRecorded) {
+  TempDir dir;
+  Runtime rt(RuntimeConfig{.workers = 1});
+  Probe pings;
+  SpawnOptions options;
+  options.recording.mode = RecordingMode::kFile;
+  options.recording.directory = dir.path() / "first";
+  const ActorRef r = rt.spawn<Crashy>(options, &pings);
+  for (std::uint32_t i = 0; i < 3; ++i) rt.send(r, Ping{0, i});
+  ASSERT_TRUE(pings.wait_for(3));
+  const std::filesystem::path snapshot = dir.path() / "r.snap";
+  rt.snapshot(r, snapshot);
+  std::vector<std::uint64_t> positions;
+  const std::vector<LogRecord> log =
+      read_all(options.recording.directory / ("reactor-" + std::to_string(r.value())), nullptr, &positions);
+  ASSERT_EQ(log.size(), 4u);  // start and three pings, without a dump
+  EXPECT_EQ(positions.back(), 4u);
+  rt.stop(r);
+  ASSERT_TRUE(rt.wait_stopped(r));
+
+  ReactorRestoreOptions restore;
+  restore.spawn.recording.mode = RecordingMode::kRing;
+  ASSERT_EQ(rt.restore(snapshot, restore), r);
+  rt.send(r, Ping{0, 7});
+  ASSERT_TRUE(pings.wait_for(4));
+  ASSERT_TRUE(rt.wait_idle());
+  LogHeader header;
+  const std::vector<LogRecord> restored = read_all(rt.dump_recording(r, dir.path() / "second"), &header);
+  EXPECT_EQ(header.events_before, 4u);
+  ASSERT_EQ(restored.size(), 2u);
+  EXPECT_EQ(restored[0].kind, RecordKind::kRestored);
+  EXPECT_EQ(restored[1].kind, RecordKind::kMessage);
+}
+
 class Sink : public Reactor {
  public:
   explicit Sink(Probe* probe) : probe_(probe) { handle<&Sink::on_big>(); }
