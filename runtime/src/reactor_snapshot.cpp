@@ -31,6 +31,8 @@ void clear_outside_state(Cell* c) {
 
 SnapshotInfo save_reactor(Cell* c, const std::filesystem::path& file, bool increment) {
   HeapScope system(nullptr);
+  // The snapshot is anchored by the heap's event count: the log must hold every event before it.
+  if (c->recorder) c->recorder->before_snapshot(c);
   if (!c->snap.snapshotter || !c->snap.tracks) {
     c->snap.snapshotter.reset();  // a checkpoint-only Snapshotter (no tracking) makes way
     c->snap.snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kAuto);
@@ -61,6 +63,44 @@ void take_checkpoint(Cell* c) {
   c->snap.checkpoint.clear();
   VectorSink sink(c->snap.checkpoint);
   c->snap.snapshotter->write(sink);
+  clear_outside_state(c);
+}
+
+namespace {
+
+Snapshotter& snapshotter_of(Cell* c) {
+  if (!c->snap.snapshotter) {
+    c->snap.snapshotter = std::make_unique<Snapshotter>(*c->heap, WriteTracking::kOff);
+    c->snap.tracks = false;
+  }
+  return *c->snap.snapshotter;
+}
+
+}  // namespace
+
+void write_reactor_aside(Cell* c, ByteSink& sink) {
+  HeapScope system(nullptr);
+  Snapshotter& s = snapshotter_of(c);
+  record_outside_state(c);
+  try {
+    s.write(sink);
+  } catch (...) {
+    clear_outside_state(c);
+    throw;
+  }
+  clear_outside_state(c);
+}
+
+void save_reactor_aside(Cell* c, const std::filesystem::path& file) {
+  HeapScope system(nullptr);
+  Snapshotter& s = snapshotter_of(c);
+  record_outside_state(c);
+  try {
+    s.save(file);
+  } catch (...) {
+    clear_outside_state(c);
+    throw;
+  }
   clear_outside_state(c);
 }
 

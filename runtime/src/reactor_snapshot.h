@@ -19,6 +19,12 @@ class Worker;
 SnapshotInfo save_reactor(Cell* c, const std::filesystem::path& file, bool increment);
 // Worker thread: the in-memory checkpoint that kRestart falls back on.
 void take_checkpoint(Cell* c);
+// Worker thread, between two events of c: a full snapshot of c's reactor for a recorder's
+// anchor, written through its Snapshotter (a heap has only one). kRestart does not restart from
+// it (a spawn's anchor precedes on_start). The chain's next increment builds on `file`; after a
+// write to `sink` it is written as a full snapshot, as after take_checkpoint.
+void write_reactor_aside(Cell* c, ByteSink& sink);
+void save_reactor_aside(Cell* c, const std::filesystem::path& file);
 // Worker thread: replaces c's reactor by its last snapshot (file, else checkpoint), in place.
 // Throws what restore throws; c then has no heap and no reactor.
 void restore_in_place(Cell* c);

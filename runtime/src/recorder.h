@@ -3,6 +3,8 @@
 // down every answer (and, optionally, a digest of every output) after the event's record.
 #pragma once
 
+#include <filesystem>
+
 #include "reheap/event.h"
 #include "reheap/reactor_host.h"
 
@@ -18,6 +20,12 @@ class Recorder {
   virtual ReactorHost* begin_event(const Event& event, LiveHost& live) = 0;
   // After the hook (c->supervision says whether it failed).
   virtual void end_event(Cell* c) = 0;
+  // Worker thread, between two events: a snapshot of the reactor is about to be taken, anchored
+  // by its event count; the log written so far must reach its sink first.
+  virtual void before_snapshot(Cell* c) = 0;
+  // Worker thread, between two events (Runtime::dump_recording): file mode flushes and returns
+  // its directory; ring mode writes its checkpoint and log into `directory` and returns it.
+  virtual std::filesystem::path dump(Cell* c, const std::filesystem::path& directory) = 0;
 };
 
 }  // namespace reheap::detail

@@ -8,6 +8,7 @@
 
 #include "reactor_access.h"
 #include "reactor_snapshot.h"
+#include "recording/recorder.h"
 #include "runtime_impl.h"
 #include "tcp.h"
 #include "timer_service.h"
@@ -265,6 +266,12 @@ ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
                             std::memory_order_relaxed);
   c->rejected.store(0, std::memory_order_relaxed);
   c->worker.store(&w, std::memory_order_relaxed);
+  // Anchored on the worker, at the reactor's first event (recording/recorder.cpp).
+  const RecordingOptions recording = detail::recording::resolve(options.recording, rt.config.recording);
+  c->recorder.reset();
+  if (recording.mode == RecordingMode::kFile || recording.mode == RecordingMode::kRing) {
+    c->recorder = detail::recording::make_recorder(recording, rt.recording_errors);
+  }
   Worker* here = Worker::current();
   rt.count_sent(here != nullptr && &here->runtime() == &rt ? here : nullptr);  // the start
   c->id.store(ref.value(), std::memory_order_release);
@@ -358,6 +365,18 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
   return publish(*impl_, c, std::move(heap), reactor, spawn, ref, true);
 }
 
+std::filesystem::path Runtime::dump_recording(ActorRef ref, const std::filesystem::path& directory) {
+  std::filesystem::path written;
+  impl_->on_reactor_worker(ref, "dump_recording", [&](Cell* c) {
+    if (!c->recorder) {
+      throw std::runtime_error("reheap::Runtime::dump_recording: reactor " + std::to_string(ref.value()) +
+                               " is not recorded");
+    }
+    written = c->recorder->dump(c, directory);
+  });
+  return written;
+}
+
 void Runtime::move(ActorRef ref, int worker) {
   Worker& to = impl_->pick_worker(worker);
   impl_->on_reactor_worker(ref, "move", [&to](Cell* c) {
@@ -397,6 +416,7 @@ RuntimeStats Runtime::stats() const noexcept {
   s.messages_in_flight = impl_->in_flight();
   s.dead_letters = impl_->dead_letters.load(std::memory_order_relaxed);
   s.failures = impl_->failures.load(std::memory_order_relaxed);
+  s.recording_errors = impl_->recording_errors.load(std::memory_order_relaxed);
   for (const auto& w : impl_->workers) s.wakeups += w->wakeups.load(std::memory_order_relaxed);
   return s;
 }

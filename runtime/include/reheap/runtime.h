@@ -45,6 +45,7 @@
 #include "reheap/program_layout.h"
 #include "reheap/reactor.h"
 #include "reheap/reactor_stats.h"
+#include "reheap/recording.h"
 #include "reheap/snapshot.h"
 #include "reheap/snapshot_request.h"
 #include "reheap/spawn_options.h"
@@ -79,6 +80,9 @@ struct RuntimeConfig {
   // the system's clocks and getrandom(2). See time_source.h.
   std::shared_ptr<TimeSource> time{};
   std::shared_ptr<EntropySource> entropy{};
+  // The recording of reactors whose SpawnOptions::recording (or ReactorRestoreOptions::spawn's)
+  // says kInherit (recording.h). Off by default.
+  RecordingOptions recording = recording_off();
 };
 
 struct RuntimeStats {
@@ -87,6 +91,7 @@ struct RuntimeStats {
   std::uint64_t dead_letters = 0;        // dropped: the receiver stopped with them queued
   std::uint64_t failures = 0;
   std::uint64_t wakeups = 0;             // eventfd writes to sleeping workers
+  std::uint64_t recording_errors = 0;    // recordings stopped by an error (a full disk, ...)
 };
 
 struct ReactorRestoreOptions {
@@ -170,6 +175,13 @@ class Runtime {
   // under its old ActorRef, and starts it: on_restored runs before any message. Throws
   // SnapshotError for a bad file, std::runtime_error if the ActorRef is in use.
   ActorRef restore(const std::filesystem::path& file, const ReactorRestoreOptions& options = {});
+
+  // Writes the recording of a recorded reactor out, between two of its events. Blocking. Ring
+  // mode: its checkpoint (base-<events>.snap) and its log (log-<events + 1>.rlog) into
+  // `directory`, which is returned. File mode: flushes the log and returns the directory the
+  // recording is in (`directory` is not used). Throws std::runtime_error if the reactor is not
+  // recorded or its recording stopped after an error.
+  std::filesystem::path dump_recording(ActorRef ref, const std::filesystem::path& directory);
 
   // Moves the reactor to another worker between two of its events; its mailbox, timers and
   // reference come along. Blocking. Throws std::runtime_error if it has open sockets.

@@ -31,6 +31,7 @@
 
 #include "reheap/actor_ref.h"
 #include "reheap/heap.h"
+#include "reheap/recording.h"
 
 namespace reheap {
 
@@ -54,6 +55,7 @@ struct SpawnOptions {
   std::chrono::milliseconds restart_window{10'000};
   ActorRef supervisor;               // receives ReactorFailed messages (optional)
   std::size_t heap_limit = kUnlimited;  // HeapConfig::limit_bytes of the reactor's heap
+  RecordingOptions recording;  // kInherit: RuntimeConfig::recording (see recording.h)
 };
 
 namespace detail {

@@ -1,0 +1,66 @@
+// Recording: a reactor's inputs, written down so that its behaviour can be replayed.
+//
+// A reactor is a function of its heap and its inputs (event.h): the events that reach it and
+// the answers its host gives (the time, seeds, SendResults, socket ids). A recorded reactor gets
+// an anchor - a snapshot of its heap between two events - and, from there on, a log of every
+// event and every answer, in order (RECORDING_FORMAT.md). Restoring the anchor and feeding the
+// log back reproduces the reactor's run, up to and including a failing event.
+//
+// Modes:
+//   kFile  the anchor is a snapshot file `base-<events>.snap` and the log goes to append-only
+//          segments `log-<first event>.rlog`, in `directory/reactor-<ActorRef value>/`. A
+//          failed write (a full disk) stops the recording of that reactor (counted in
+//          ReactorStats::recording_errors); the reactor runs on and earlier blocks stay valid.
+//   kRing  a flight recorder in memory: the anchor is an in-memory checkpoint and the log holds
+//          what happened since; when the log grows past `ring_bytes`, a new checkpoint replaces
+//          the old one with its log. Runtime::dump_recording writes both out.
+// In both modes a failing event (a hook that threw) leaves a crash bundle in
+// `directory/reactor-<ref>/crash-<event>/`: the anchor, the log up to and including the failing
+// event, and manifest.json.
+//
+// What the runtime answers is always recorded; what the reactor outputs (sends, writes) is
+// recorded as a digest by default, which lets a replay check that it produces the same outputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+
+namespace reheap {
+
+enum class RecordingMode : std::uint8_t {
+  kInherit,  // SpawnOptions only: the runtime's default (RuntimeConfig::recording)
+  kOff,
+  kFile,
+  kRing,
+};
+
+// How much of each output is kept (the answers to it are always kept).
+enum class RecordedOutputs : std::uint8_t {
+  kAnswersOnly,  // the answer (a SendResult, a write's result), not what was sent
+  kDigests,      // plus a 64-bit digest (XXH3) of the payload
+  kPayloads,     // plus the payload itself
+};
+
+inline constexpr std::size_t kDefaultRingBytes = std::size_t{8} << 20;
+inline constexpr std::size_t kDefaultSegmentBytes = std::size_t{64} << 20;
+
+struct RecordingOptions {
+  RecordingMode mode = RecordingMode::kInherit;
+  std::filesystem::path directory{};  // kFile: required; kRing: where crash bundles go ("" none)
+  std::size_t ring_bytes = kDefaultRingBytes;        // kRing: the log's bound before a checkpoint
+  std::size_t segment_bytes = kDefaultSegmentBytes;  // kFile: a segment rolls past this size
+  RecordedOutputs outputs = RecordedOutputs::kDigests;
+  // Every this many events a 64-bit hash of the reactor's used heap pages is written (0: never),
+  // so that a replay can tell where its state first departs from the recorded one.
+  std::uint32_t state_hash_every = 0;
+};
+
+// RecordingOptions with mode kOff (RuntimeConfig's default).
+inline RecordingOptions recording_off() {
+  RecordingOptions options;
+  options.mode = RecordingMode::kOff;
+  return options;
+}
+
+}  // namespace reheap

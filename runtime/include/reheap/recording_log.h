@@ -1,0 +1,200 @@
+// The recording log: a reactor's inputs and its host's answers as a sequence of records
+// (RECORDING_FORMAT.md is the byte-level reference).
+//
+// Data model: a log is a file header (which recording, which reactor, which program, how many
+// events came before it) followed by blocks. A block is a checksummed run of records that
+// decodes on its own: the dictionaries that shorten senders and message types start empty in
+// every block, so a damaged block costs its own records only, and the reader can name it.
+// Records come in event order: one input record per event (its kind is the EventKind value),
+// then the records of the answers and outputs of that event's hook, in call order (kinds >= 32).
+// An event's index is the value of the reactor's event counter during it: the first event after
+// a snapshot taken with n events behind it has index n + 1.
+//
+// LogWriter encodes records into a block buffer and hands full blocks to a LogSink (a file
+// segment, a ring in memory); LogReader reads them back from a file or a recording directory,
+// checking every header and checksum, and is what a replay consumes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "reheap/actor_ref.h"
+#include "reheap/message.h"
+
+namespace reheap {
+
+inline constexpr std::uint32_t kRecordingFormatVersion = 1;
+// A block is flushed once its body reaches this size (or when asked, e.g. before a snapshot).
+inline constexpr std::size_t kLogBlockBytes = std::size_t{64} << 10;
+
+// The numbers are part of the format: never renumber. 1..9 are EventKind values.
+enum class RecordKind : std::uint8_t {
+  kStart = 1,
+  kRestored = 2,
+  kMessage = 3,
+  kTimer = 4,
+  kAccept = 5,
+  kConnect = 6,
+  kData = 7,
+  kClosed = 8,
+  kStop = 9,
+  // ---- answers and outputs of the current event, in call order ----
+  kSystemNow = 32,   // value[0]: ns since the Unix epoch
+  kSteadyNow = 33,   // value[0]: ns of the steady clock
+  kSeed = 34,        // value[0], value[1]
+  kSend = 35,        // ref = to, type_id, encoding, length, digest/bytes, result (SendResult)
+  kSpawn = 36,       // text = options name, ref = the child (null if it threw), detail = what()
+  kStopCall = 37,    // Reactor::stop
+  kRequestSnapshot = 38,  // id, ref = target, value[0] = SnapshotKind
+  kTimerStart = 39,  // id, value[0] = delay ns, value[1] = period ns
+  kTimerCancel = 40, // id
+  kListen = 41,      // text = host, port, id = the socket (0 if it threw), detail = what()
+  kConnectCall = 42, // text = host, port, id = the socket (0 if it threw), detail = what()
+  kLocalPort = 43,   // id = socket, port
+  kWrite = 44,       // id = socket, length, digest/bytes, result (1: written)
+  kClose = 45,       // id = socket
+  kSetNoDelay = 46,  // id = socket, value[0] = on
+  kWorker = 47,      // value[0] = the worker index (as a signed value)
+  kStateHash = 60,   // digest = hash of the heap's used pages after the event
+  kEventFailed = 61, // text = hook, detail = what it threw
+};
+
+// True for records that open an event (inputs), false for answers and outputs.
+constexpr bool is_input(RecordKind kind) noexcept { return static_cast<std::uint8_t>(kind) < 32; }
+const char* to_string(RecordKind kind) noexcept;
+
+enum class ErrorCategory : std::uint8_t { kNone = 0, kGeneric = 1, kSystem = 2 };
+
+// One decoded record. Which fields a kind uses is listed at RecordKind; the others stay zero.
+struct LogRecord {
+  RecordKind kind = RecordKind::kStart;
+  ActorRef ref{};              // message sender, send target, spawn result, snapshot target
+  std::uint64_t type_id = 0;   // message, send
+  Encoding encoding = Encoding::kRaw;
+  std::uint64_t id = 0;        // timer, socket (the listener for accept), snapshot request id
+  std::uint64_t connection = 0;  // accept
+  std::uint64_t value[2] = {0, 0};
+  std::uint16_t port = 0;
+  ErrorCategory error_category = ErrorCategory::kNone;  // connect, closed
+  int error_value = 0;
+  std::uint8_t result = 0;     // send: SendResult; write: 1 if written
+  std::uint64_t length = 0;    // message, data, send, write: the payload's length
+  bool has_digest = false;     // send, write
+  std::uint64_t digest = 0;    // send, write (XXH3-64 of the payload), state hash
+  bool has_bytes = false;      // message and data always; send and write with kPayloads
+  std::string bytes;
+  std::string text;            // spawn: options name; listen, connect: host; failed: hook
+  std::string detail;          // spawn, listen, connect: what it threw; failed: what
+
+  // Resets every field but keeps the strings' capacity (a writer reuses one record).
+  void clear() noexcept;
+};
+
+enum class RecordingErrc : std::uint8_t {
+  kCorrupt,         // a checksum or a structural check failed
+  kTruncated,       // the log ends inside a block
+  kVersion,         // a format version this reader does not know
+  kNotARecording,   // no recording header
+  kMismatch,        // files of different recordings or reactors, or a gap between them
+  kIo,              // reading or writing failed (the message says why)
+};
+
+class RecordingError : public std::runtime_error {
+ public:
+  RecordingError(RecordingErrc code, std::filesystem::path file, std::uint64_t event,
+                 const std::string& what);
+  RecordingErrc code() const noexcept { return code_; }
+  const std::filesystem::path& file() const noexcept { return file_; }
+  std::uint64_t event() const noexcept { return event_; }  // the event where it happened, or 0
+
+ private:
+  RecordingErrc code_;
+  std::filesystem::path file_;
+  std::uint64_t event_;
+};
+
+struct LogHeader {
+  std::uint64_t recording_id = 0;
+  ActorRef actor{};
+  std::string build_id;            // lowercase hex of the recording program's GNU build-id
+  std::uint64_t events_before = 0; // the reactor's event count before the file's first record
+  std::uint64_t created_unix_ns = 0;
+};
+
+// The encoded file header (RECORDING_FORMAT.md, "File header").
+std::vector<unsigned char> encode_log_header(const LogHeader& header);
+// The build-id of this process's main executable (lowercase hex, "" if it has none).
+const std::string& program_build_id();
+
+// Where finished blocks go. `events_before`: the events before the block's first record.
+class LogSink {
+ public:
+  virtual ~LogSink() = default;
+  virtual void write_block(std::uint64_t events_before, std::span<const unsigned char> block) = 0;
+};
+
+class LogWriter {
+ public:
+  // `events_before`: the events before the first record to come (the anchor's event count).
+  LogWriter(LogSink& sink, std::uint64_t events_before) noexcept
+      : sink_(sink), events_(events_before), block_events_before_(events_before) {}
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+
+  // Encodes `record` into the current block (an input record counts one event).
+  void append(const LogRecord& record);
+  // Hands the current block, if it holds anything, to the sink. The sink's exceptions pass;
+  // the block is dropped then.
+  void flush();
+  // At an event's end: flushes if the block is full.
+  void end_event() {
+    if (body_.size() >= kLogBlockBytes) flush();
+  }
+  // Forgets the current block and starts over after `events_before` events (a new anchor).
+  void restart(std::uint64_t events_before) noexcept;
+
+  std::uint64_t events() const noexcept { return events_; }  // inputs written so far, in total
+  std::size_t pending_bytes() const noexcept { return body_.size(); }
+
+ private:
+  std::uint64_t ref_index(ActorRef ref);
+  std::uint64_t type_index(std::uint64_t type_id, Encoding encoding);
+
+  LogSink& sink_;
+  std::uint64_t events_;
+  std::uint64_t block_events_before_;
+  std::uint32_t records_ = 0;
+  std::vector<unsigned char> body_;
+  std::vector<std::uint64_t> refs_;  // this block's dictionaries (searched linearly: they are short)
+  std::vector<std::pair<std::uint64_t, Encoding>> types_;
+  std::vector<unsigned char> block_;  // header + body, reused
+};
+
+class LogReader {
+ public:
+  // A log file, or a recording directory (its log-*.rlog segments, in order, which must be of
+  // one recording and follow each other without a gap). Throws RecordingError.
+  explicit LogReader(const std::filesystem::path& file_or_directory);
+  ~LogReader();
+  LogReader(const LogReader&) = delete;
+  LogReader& operator=(const LogReader&) = delete;
+
+  const LogHeader& header() const noexcept;  // of the first file
+  // The next record, false at the end of the log. Throws RecordingError on a damaged log.
+  bool next(LogRecord& record);
+  // The index of the event the last record read belongs to (the header's events_before before
+  // any).
+  std::uint64_t position() const noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace reheap

@@ -1,0 +1,81 @@
+// Log sinks (see log_sinks.h).
+#include "log_sinks.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace reheap::detail::recording {
+namespace {
+
+// Writes all of `data` or returns the errno of the failure.
+int write_all(int fd, const unsigned char* data, std::size_t size) noexcept {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EIO;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+FileSegmentSink::~FileSegmentSink() { close_segment(); }
+
+void FileSegmentSink::close_segment() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+void FileSegmentSink::open_segment(std::uint64_t events_before) {
+  close_segment();
+  const std::filesystem::path file = directory_ / ("log-" + std::to_string(events_before + 1) + ".rlog");
+  fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw RecordingError(RecordingErrc::kIo, file, events_before + 1,
+                         std::string("cannot create the log segment: ") + std::strerror(errno));
+  }
+  header_.events_before = events_before;
+  const std::vector<unsigned char> header = encode_log_header(header_);
+  if (const int error = write_all(fd_, header.data(), header.size()); error != 0) {
+    close_segment();
+    ::unlink(file.c_str());
+    throw RecordingError(RecordingErrc::kIo, file, events_before + 1,
+                         std::string("cannot write the log segment's header: ") + std::strerror(error));
+  }
+  size_ = header.size();
+  header_bytes_ = header.size();
+  segments_.push_back(file);
+}
+
+void FileSegmentSink::write_block(std::uint64_t events_before, std::span<const unsigned char> block) {
+  if (fd_ < 0 || (size_ > header_bytes_ && size_ + block.size() > segment_bytes_)) open_segment(events_before);
+  if (const int error = write_all(fd_, block.data(), block.size()); error != 0) {
+    // Cut a partly written block off, so that the segment still ends on a whole block.
+    const int cut = ::ftruncate(fd_, static_cast<off_t>(size_));
+    close_segment();
+    throw RecordingError(RecordingErrc::kIo, segments_.back(), events_before + 1,
+                         std::string("cannot write the log: ") + std::strerror(error) +
+                             (cut == 0 ? "" : " (and the torn block could not be cut off)"));
+  }
+  size_ += block.size();
+}
+
+void MemoryLogSink::reset(LogHeader header) {
+  events_before_ = header.events_before;
+  bytes_ = encode_log_header(header);
+}
+
+void MemoryLogSink::write_block(std::uint64_t, std::span<const unsigned char> block) {
+  bytes_.insert(bytes_.end(), block.begin(), block.end());
+}
+
+}  // namespace reheap::detail::recording

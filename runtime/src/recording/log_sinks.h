@@ -1,0 +1,65 @@
+// Where a recorder's blocks go: append-only file segments, or a ring in memory.
+//
+// FileSegmentSink writes `log-<first event>.rlog` segments into a directory, each opening with
+// the recording's file header, and starts a new segment when the current one would pass its
+// size. Segments are opened with O_APPEND and only ever grown by whole blocks: a write that
+// fails (a full disk, a file size limit) is cut back to the last whole block and reported as a
+// RecordingError(kIo), so every block written before stays readable. The sink does not fsync:
+// a recording survives the process, not the machine (the crash bundle is what must survive a
+// failing reactor, and the process outlives that).
+//
+// MemoryLogSink keeps one log (header and blocks) in a byte vector; the ring recorder replaces
+// it with an empty one at each new checkpoint (recorder.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "reheap/recording_log.h"
+
+namespace reheap::detail::recording {
+
+class FileSegmentSink final : public LogSink {
+ public:
+  FileSegmentSink(std::filesystem::path directory, LogHeader header, std::size_t segment_bytes)
+      : directory_(std::move(directory)), header_(std::move(header)), segment_bytes_(segment_bytes) {}
+  ~FileSegmentSink() override;
+  FileSegmentSink(const FileSegmentSink&) = delete;
+  FileSegmentSink& operator=(const FileSegmentSink&) = delete;
+
+  // Opens the first segment, for the events after `events_before` (so that a recording with no
+  // block yet is still a readable, empty log).
+  void start(std::uint64_t events_before) { open_segment(events_before); }
+  void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
+  // The segments written so far, oldest first.
+  const std::vector<std::filesystem::path>& segments() const noexcept { return segments_; }
+
+ private:
+  void open_segment(std::uint64_t events_before);
+  void close_segment() noexcept;
+
+  std::filesystem::path directory_;
+  LogHeader header_;
+  std::size_t segment_bytes_;
+  int fd_ = -1;
+  std::size_t size_ = 0;         // of the open segment
+  std::size_t header_bytes_ = 0;
+  std::vector<std::filesystem::path> segments_;
+};
+
+class MemoryLogSink final : public LogSink {
+ public:
+  // Starts the log over: just the header, for `events_before`.
+  void reset(LogHeader header);
+  void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
+  const std::vector<unsigned char>& bytes() const noexcept { return bytes_; }
+  std::uint64_t events_before() const noexcept { return events_before_; }
+
+ private:
+  std::vector<unsigned char> bytes_;
+  std::uint64_t events_before_ = 0;
+};
+
+}  // namespace reheap::detail::recording

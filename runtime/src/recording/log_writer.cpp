@@ -1,0 +1,292 @@
+// LogWriter and the log's header (see reheap/recording_log.h, RECORDING_FORMAT.md).
+#include <xxhash.h>
+
+#include <chrono>
+
+#include "log_codec.h"
+#include "reheap/program_layout.h"
+#include "reheap/recording_log.h"
+
+namespace reheap {
+
+using detail::recording::put_fixed;
+using detail::recording::put_string;
+using detail::recording::put_varint;
+using detail::recording::zigzag;
+
+namespace detail::recording {
+std::uint64_t checksum64(const void* data, std::size_t size) noexcept { return XXH3_64bits(data, size); }
+}  // namespace detail::recording
+
+void LogRecord::clear() noexcept {
+  kind = RecordKind::kStart;
+  ref = ActorRef{};
+  type_id = 0;
+  encoding = Encoding::kRaw;
+  id = 0;
+  connection = 0;
+  value[0] = value[1] = 0;
+  port = 0;
+  error_category = ErrorCategory::kNone;
+  error_value = 0;
+  result = 0;
+  length = 0;
+  has_digest = false;
+  digest = 0;
+  has_bytes = false;
+  bytes.clear();
+  text.clear();
+  detail.clear();
+}
+
+RecordingError::RecordingError(RecordingErrc code, std::filesystem::path file, std::uint64_t event,
+                               const std::string& what)
+    : std::runtime_error(file.string() + ": " + what), code_(code), file_(std::move(file)), event_(event) {}
+
+const char* to_string(RecordKind kind) noexcept {
+  switch (kind) {
+    case RecordKind::kStart: return "start";
+    case RecordKind::kRestored: return "restored";
+    case RecordKind::kMessage: return "message";
+    case RecordKind::kTimer: return "timer";
+    case RecordKind::kAccept: return "accept";
+    case RecordKind::kConnect: return "connect";
+    case RecordKind::kData: return "data";
+    case RecordKind::kClosed: return "closed";
+    case RecordKind::kStop: return "stop";
+    case RecordKind::kSystemNow: return "system_now";
+    case RecordKind::kSteadyNow: return "steady_now";
+    case RecordKind::kSeed: return "seed";
+    case RecordKind::kSend: return "send";
+    case RecordKind::kSpawn: return "spawn";
+    case RecordKind::kStopCall: return "stop_call";
+    case RecordKind::kRequestSnapshot: return "request_snapshot";
+    case RecordKind::kTimerStart: return "timer_start";
+    case RecordKind::kTimerCancel: return "timer_cancel";
+    case RecordKind::kListen: return "listen";
+    case RecordKind::kConnectCall: return "connect_call";
+    case RecordKind::kLocalPort: return "local_port";
+    case RecordKind::kWrite: return "write";
+    case RecordKind::kClose: return "close";
+    case RecordKind::kSetNoDelay: return "set_no_delay";
+    case RecordKind::kWorker: return "worker";
+    case RecordKind::kStateHash: return "state_hash";
+    case RecordKind::kEventFailed: return "event_failed";
+  }
+  return "unknown";
+}
+
+std::vector<unsigned char> encode_log_header(const LogHeader& header) {
+  std::vector<unsigned char> out(std::begin(detail::recording::kFileMagic),
+                                 std::end(detail::recording::kFileMagic));
+  put_fixed<std::uint32_t>(out, kRecordingFormatVersion);
+  const std::size_t length_at = out.size();
+  put_fixed<std::uint32_t>(out, 0);  // the header's length, checksum included: filled in below
+  put_fixed<std::uint64_t>(out, header.recording_id);
+  put_fixed<std::uint64_t>(out, header.actor.value());
+  put_fixed<std::uint64_t>(out, header.events_before);
+  put_fixed<std::uint64_t>(out, header.created_unix_ns);
+  put_fixed<std::uint16_t>(out, static_cast<std::uint16_t>(header.build_id.size()));
+  out.insert(out.end(), header.build_id.begin(), header.build_id.end());
+  detail::recording::store_fixed<std::uint32_t>(out.data() + length_at,
+                                                static_cast<std::uint32_t>(out.size() + 8));
+  put_fixed<std::uint64_t>(out, detail::recording::checksum64(out.data(), out.size()));
+  return out;
+}
+
+const std::string& program_build_id() {
+  static const std::string id = [] {
+    for (const LoadedObject& o : current_program_layout()) {
+      if (o.main_executable) return o.build_id;
+    }
+    return std::string();
+  }();
+  return id;
+}
+
+void LogWriter::restart(std::uint64_t events_before) noexcept {
+  events_ = events_before;
+  block_events_before_ = events_before;
+  records_ = 0;
+  body_.clear();
+  refs_.clear();
+  types_.clear();
+}
+
+std::uint64_t LogWriter::ref_index(ActorRef ref) {
+  for (std::size_t i = 0; i < refs_.size(); ++i) {
+    if (refs_[i] == ref.value()) return i;
+  }
+  refs_.push_back(ref.value());
+  return refs_.size() - 1;
+}
+
+std::uint64_t LogWriter::type_index(std::uint64_t type_id, Encoding encoding) {
+  for (std::size_t i = 0; i < types_.size(); ++i) {
+    if (types_[i].first == type_id && types_[i].second == encoding) return i;
+  }
+  types_.emplace_back(type_id, encoding);
+  return types_.size() - 1;
+}
+
+namespace {
+
+// A dictionary entry: its index, followed by the value when the index is new (= the entries
+// so far), so that the reader builds the same dictionary as it goes.
+void put_ref(std::vector<unsigned char>& out, std::uint64_t index, std::size_t known_before, ActorRef ref) {
+  put_varint(out, index);
+  if (index == known_before) put_varint(out, ref.value());
+}
+
+void put_error(std::vector<unsigned char>& out, const LogRecord& r) {
+  out.push_back(static_cast<unsigned char>(r.error_category));
+  if (r.error_category != ErrorCategory::kNone) put_varint(out, zigzag(r.error_value));
+}
+
+void put_payload(std::vector<unsigned char>& out, const LogRecord& r) {
+  put_varint(out, r.length);
+  const std::uint8_t flags = (r.has_digest ? detail::recording::kHasDigest : 0) |
+                             (r.has_bytes ? detail::recording::kHasBytes : 0);
+  out.push_back(flags);
+  if (r.has_digest) put_fixed<std::uint64_t>(out, r.digest);
+  if (r.has_bytes) out.insert(out.end(), r.bytes.begin(), r.bytes.end());
+}
+
+}  // namespace
+
+void LogWriter::append(const LogRecord& r) {
+  std::vector<unsigned char>& out = body_;
+  if (records_ == 0) block_events_before_ = events_;
+  out.push_back(static_cast<unsigned char>(r.kind));
+  switch (r.kind) {
+    case RecordKind::kStart:
+    case RecordKind::kRestored:
+    case RecordKind::kStop:
+    case RecordKind::kStopCall:
+      break;
+    case RecordKind::kMessage: {
+      const std::size_t refs = refs_.size();
+      put_ref(out, ref_index(r.ref), refs, r.ref);
+      const std::size_t types = types_.size();
+      const std::uint64_t t = type_index(r.type_id, r.encoding);
+      put_varint(out, t);
+      if (t == types) {
+        put_varint(out, r.type_id);
+        out.push_back(static_cast<unsigned char>(r.encoding));
+      }
+      put_varint(out, r.bytes.size());
+      out.insert(out.end(), r.bytes.begin(), r.bytes.end());
+      break;
+    }
+    case RecordKind::kTimer:
+    case RecordKind::kTimerCancel:
+    case RecordKind::kClose:
+      put_varint(out, r.id);
+      break;
+    case RecordKind::kAccept:
+      put_varint(out, r.id);
+      put_varint(out, r.connection);
+      break;
+    case RecordKind::kConnect:
+    case RecordKind::kClosed:
+      put_varint(out, r.id);
+      put_error(out, r);
+      break;
+    case RecordKind::kData:
+      put_varint(out, r.id);
+      put_varint(out, r.bytes.size());
+      out.insert(out.end(), r.bytes.begin(), r.bytes.end());
+      break;
+    case RecordKind::kSystemNow:
+    case RecordKind::kSteadyNow:
+    case RecordKind::kWorker:
+      put_varint(out, zigzag(static_cast<std::int64_t>(r.value[0])));
+      break;
+    case RecordKind::kSeed:
+      put_fixed<std::uint64_t>(out, r.value[0]);
+      put_fixed<std::uint64_t>(out, r.value[1]);
+      break;
+    case RecordKind::kSend: {
+      const std::size_t refs = refs_.size();
+      put_ref(out, ref_index(r.ref), refs, r.ref);
+      const std::size_t types = types_.size();
+      const std::uint64_t t = type_index(r.type_id, r.encoding);
+      put_varint(out, t);
+      if (t == types) {
+        put_varint(out, r.type_id);
+        out.push_back(static_cast<unsigned char>(r.encoding));
+      }
+      put_payload(out, r);
+      out.push_back(r.result);
+      break;
+    }
+    case RecordKind::kSpawn:
+      put_string(out, r.text);
+      put_varint(out, r.ref.value());
+      put_string(out, r.detail);
+      break;
+    case RecordKind::kRequestSnapshot: {
+      put_varint(out, r.id);
+      const std::size_t refs = refs_.size();
+      put_ref(out, ref_index(r.ref), refs, r.ref);
+      put_varint(out, r.value[0]);
+      break;
+    }
+    case RecordKind::kTimerStart:
+      put_varint(out, r.id);
+      put_varint(out, zigzag(static_cast<std::int64_t>(r.value[0])));
+      put_varint(out, zigzag(static_cast<std::int64_t>(r.value[1])));
+      break;
+    case RecordKind::kListen:
+    case RecordKind::kConnectCall:
+      put_string(out, r.text);
+      put_varint(out, r.port);
+      put_varint(out, r.id);
+      put_string(out, r.detail);
+      break;
+    case RecordKind::kLocalPort:
+      put_varint(out, r.id);
+      put_varint(out, r.port);
+      break;
+    case RecordKind::kWrite:
+      put_varint(out, r.id);
+      put_payload(out, r);
+      out.push_back(r.result);
+      break;
+    case RecordKind::kSetNoDelay:
+      put_varint(out, r.id);
+      out.push_back(r.value[0] != 0 ? 1 : 0);
+      break;
+    case RecordKind::kStateHash:
+      put_fixed<std::uint64_t>(out, r.digest);
+      break;
+    case RecordKind::kEventFailed:
+      put_string(out, r.text);
+      put_string(out, r.detail);
+      break;
+  }
+  ++records_;
+  if (is_input(r.kind)) ++events_;
+}
+
+void LogWriter::flush() {
+  if (records_ == 0) return;
+  block_.clear();
+  put_fixed<std::uint32_t>(block_, detail::recording::kBlockMagic);
+  put_fixed<std::uint64_t>(block_, block_events_before_);
+  put_fixed<std::uint32_t>(block_, records_);
+  put_fixed<std::uint32_t>(block_, static_cast<std::uint32_t>(body_.size()));
+  put_fixed<std::uint64_t>(block_, detail::recording::checksum64(body_.data(), body_.size()));
+  block_.insert(block_.end(), body_.begin(), body_.end());
+  const std::uint64_t before = block_events_before_;
+  // The block is gone from the writer whatever the sink does: a sink that fails stays failed
+  // (the recorder stops), and a half-written block must not be written twice.
+  records_ = 0;
+  body_.clear();
+  refs_.clear();
+  types_.clear();
+  block_events_before_ = events_;
+  sink_.write_block(before, block_);
+}
+
+}  // namespace reheap

@@ -1,0 +1,317 @@
+// The runtime's recorder of one reactor (see recorder.h, reheap/recording.h).
+//
+// Life of a recording: the first event the funnel hands us anchors it - the heap is between two
+// events then, with n events behind it (the heap's own event counter), and the anchor is a full
+// snapshot of it (file mode: base-<n>.snap; ring mode: a checkpoint in memory) with the
+// recording's id written into the heap first, so that the anchor names its recording. The log
+// that follows starts after event n. A restart under kRestart brings back an older heap: its
+// event counter no longer matches the log's, and the next event anchors anew (file mode: in a
+// subdirectory restart-<k>/, so that each directory holds one consistent anchor and log).
+//
+// Blocks reach the sink at event boundaries only (when full, before a snapshot, at a failure,
+// on dump), so every block starts with the input record of an event or continues one.
+//
+// Errors: whatever fails while recording (a full disk, an anchor that cannot be written) stops
+// the recording of this reactor, counts it, and says why on stderr. The reactor runs on
+// unrecorded: a recording is a diagnosis aid and must never take down what it observes.
+#include "recorder.h"
+
+#include <cstdio>
+#include <random>
+#include <typeinfo>
+
+#include "../live_host.h"
+#include "../reactor_access.h"
+#include "../reactor_snapshot.h"
+#include "crash_bundle.h"
+#include "log_sinks.h"
+#include "recording_host.h"
+#include "reheap/byte_stream.h"
+#include "reheap/heap_digest.h"
+#include "reheap/heap_scope.h"
+#include "reheap/recording_log.h"
+
+namespace reheap::detail::recording {
+namespace {
+
+std::uint64_t new_recording_id() {
+  std::random_device device;
+  std::uint64_t id = 0;
+  while (id == 0) id = (static_cast<std::uint64_t>(device()) << 32) | device();
+  return id;
+}
+
+std::string log_name(std::uint64_t events_before) { return "log-" + std::to_string(events_before + 1) + ".rlog"; }
+std::string anchor_name(std::uint64_t events) { return "base-" + std::to_string(events) + ".snap"; }
+
+ErrorCategory category_of(const std::error_code& error) noexcept {
+  if (!error) return ErrorCategory::kNone;
+  return error.category() == std::generic_category() ? ErrorCategory::kGeneric : ErrorCategory::kSystem;
+}
+
+class ReactorRecorder final : public Recorder, private LogSink {
+ public:
+  ReactorRecorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors)
+      : options_(options), errors_(errors), writer_(*this, 0), host_(writer_, options.outputs) {}
+  // The reactor is gone (teardown): what the last block holds still goes to the sink.
+  ~ReactorRecorder() override {
+    if (stopped_ || !anchored_) return;
+    HeapScope system(nullptr);
+    try {
+      writer_.flush();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "reheap: the end of the recording of reactor %llu is lost: %s\n",
+                   static_cast<unsigned long long>(actor_.value()), e.what());
+    }
+  }
+  ReactorRecorder(const ReactorRecorder&) = delete;
+  ReactorRecorder& operator=(const ReactorRecorder&) = delete;
+
+  ReactorHost* begin_event(const Event& event, LiveHost& live) override;
+  void end_event(Cell* c) override;
+  void before_snapshot(Cell* c) override;
+  std::filesystem::path dump(Cell* c, const std::filesystem::path& directory) override;
+
+ private:
+  // LogSink: a finished block goes to the current segment or the ring.
+  void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
+
+  bool anchor(Cell* c, std::uint64_t events);
+  void write_input(const Event& event);
+  void write_crash_bundle(Cell* c);
+  void write_ring(const std::filesystem::path& directory) const;
+  LogHeader header_for(std::uint64_t events_before) const;
+  [[gnu::cold, gnu::noinline]] void stop(Cell* c, const std::string& why);
+
+  const RecordingOptions options_;
+  std::atomic<std::uint64_t>& errors_;
+  LogWriter writer_;
+  RecordingHost host_;
+  LogRecord input_;  // reused for the records written here (inputs, failures, hashes)
+  bool anchored_ = false;
+  bool stopped_ = false;
+  std::uint64_t recording_id_ = 0;
+  ActorRef actor_{};
+  std::string reactor_type_;  // read while the heap is sound (a failed one is suspect)
+  std::uint64_t anchor_events_ = 0;
+  unsigned file_anchors_ = 0;
+  std::filesystem::path directory_;    // file mode: of the current anchor and its segments
+  std::filesystem::path anchor_file_;  // file mode
+  std::unique_ptr<FileSegmentSink> file_;
+  MemoryLogSink ring_;
+  std::vector<unsigned char> checkpoint_;  // ring mode: the anchor
+};
+
+LogHeader ReactorRecorder::header_for(std::uint64_t events_before) const {
+  LogHeader h;
+  h.recording_id = recording_id_;
+  h.actor = actor_;
+  h.build_id = program_build_id();
+  h.events_before = events_before;
+  h.created_unix_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                     std::chrono::system_clock::now().time_since_epoch())
+                                                     .count());
+  return h;
+}
+
+void ReactorRecorder::stop(Cell* c, const std::string& why) {
+  stopped_ = true;
+  file_.reset();
+  c->stats.recording_errors++;
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  std::fprintf(stderr, "reheap: the recording of reactor %llu stopped: %s\n",
+               static_cast<unsigned long long>(c->ref().value()), why.c_str());
+}
+
+bool ReactorRecorder::anchor(Cell* c, std::uint64_t events) {
+  try {
+    if (recording_id_ == 0) {
+      recording_id_ = new_recording_id();
+      actor_ = c->ref();
+      reactor_type_ = demangled(typeid(*c->reactor).name());
+    }
+    ReactorAccess::recording_id(*c->reactor) = recording_id_;
+    if (options_.mode == RecordingMode::kFile) {
+      if (options_.directory.empty()) throw std::runtime_error("RecordingOptions::directory is empty");
+      directory_ = options_.directory / ("reactor-" + std::to_string(actor_.value()));
+      if (file_anchors_ > 0) directory_ /= "restart-" + std::to_string(file_anchors_);
+      std::filesystem::create_directories(directory_);
+      file_.reset();
+      anchor_file_ = directory_ / anchor_name(events);
+      save_reactor_aside(c, anchor_file_);
+      file_ = std::make_unique<FileSegmentSink>(directory_, header_for(events), options_.segment_bytes);
+      file_->start(events);
+      ++file_anchors_;
+    } else {
+      checkpoint_.clear();
+      VectorSink sink(checkpoint_);
+      write_reactor_aside(c, sink);
+      ring_.reset(header_for(events));
+    }
+  } catch (const std::exception& e) {
+    stop(c, std::string("cannot anchor the recording: ") + e.what());
+    return false;
+  }
+  writer_.restart(events);
+  anchor_events_ = events;
+  anchored_ = true;
+  return true;
+}
+
+void ReactorRecorder::write_input(const Event& event) {
+  LogRecord& r = input_;
+  r.clear();
+  r.kind = static_cast<RecordKind>(event.kind);
+  switch (event.kind) {
+    case EventKind::kMessage:
+      r.ref = event.message->sender();
+      r.type_id = event.message->type_id();
+      r.encoding = event.message->encoding();
+      r.bytes.assign(static_cast<const char*>(event.message->data()), event.message->size());
+      break;
+    case EventKind::kTimer:
+      r.id = event.timer;
+      break;
+    case EventKind::kAccept:
+      r.id = event.socket;
+      r.connection = event.connection;
+      break;
+    case EventKind::kConnect:
+    case EventKind::kClosed:
+      r.id = event.socket;
+      r.error_category = category_of(event.error);
+      r.error_value = event.error.value();
+      break;
+    case EventKind::kData:
+      r.id = event.socket;
+      r.bytes.assign(event.data.data(), event.data.size());
+      break;
+    case EventKind::kStart:
+    case EventKind::kRestored:
+    case EventKind::kStop:
+      break;
+  }
+  writer_.append(r);
+}
+
+ReactorHost* ReactorRecorder::begin_event(const Event& event, LiveHost& live) {
+  if (stopped_) return &live;
+  HeapScope system(nullptr);
+  Cell* c = live.cell();
+  const std::uint64_t events = ReactorAccess::events(*c->reactor);
+  if ((!anchored_ || events != writer_.events()) && !anchor(c, events)) return &live;
+  write_input(event);
+  host_.bind(live);
+  return &host_;
+}
+
+void ReactorRecorder::end_event(Cell* c) {
+  if (stopped_ || !anchored_) return;
+  HeapScope system(nullptr);
+  try {
+    if (c->supervision.failed) {
+      input_.clear();
+      input_.kind = RecordKind::kEventFailed;
+      input_.text = c->supervision.hook;
+      input_.detail = c->supervision.what;
+      writer_.append(input_);
+      writer_.flush();
+      write_crash_bundle(c);
+      return;
+    }
+    if (options_.state_hash_every != 0 && writer_.events() % options_.state_hash_every == 0) {
+      input_.clear();
+      input_.kind = RecordKind::kStateHash;
+      input_.digest = used_pages_digest(*c->heap);
+      writer_.append(input_);
+    }
+    // The ring's bound: a checkpoint now makes the whole log so far unnecessary.
+    if (options_.mode == RecordingMode::kRing && c->state == CellState::kLive &&
+        ring_.bytes().size() + writer_.pending_bytes() > options_.ring_bytes) {
+      anchor(c, writer_.events());
+      return;
+    }
+    writer_.end_event();
+  } catch (const std::exception& e) {
+    stop(c, e.what());
+  }
+}
+
+void ReactorRecorder::write_block(std::uint64_t events_before, std::span<const unsigned char> block) {
+  if (options_.mode == RecordingMode::kFile) {
+    file_->write_block(events_before, block);
+  } else {
+    ring_.write_block(events_before, block);
+  }
+}
+
+void ReactorRecorder::before_snapshot(Cell* c) {
+  if (stopped_ || !anchored_) return;
+  HeapScope system(nullptr);
+  try {
+    writer_.flush();
+  } catch (const std::exception& e) {
+    stop(c, e.what());
+  }
+}
+
+void ReactorRecorder::write_ring(const std::filesystem::path& directory) const {
+  std::filesystem::create_directories(directory);
+  write_whole_file(directory / anchor_name(anchor_events_), checkpoint_);
+  write_whole_file(directory / log_name(anchor_events_), ring_.bytes());
+}
+
+std::filesystem::path ReactorRecorder::dump(Cell* c, const std::filesystem::path& directory) {
+  HeapScope system(nullptr);
+  if (!stopped_ && !anchored_) anchor(c, ReactorAccess::events(*c->reactor));  // no event yet
+  if (stopped_) throw std::runtime_error("the recording of this reactor stopped after an error");
+  try {
+    writer_.flush();
+  } catch (const std::exception& e) {
+    stop(c, e.what());
+    throw;
+  }
+  if (options_.mode == RecordingMode::kFile) return directory_;
+  write_ring(directory);
+  return directory;
+}
+
+void ReactorRecorder::write_crash_bundle(Cell* c) {
+  std::filesystem::path root = directory_;
+  if (options_.mode == RecordingMode::kRing) {
+    if (options_.directory.empty()) return;  // nowhere to put it
+    root = options_.directory / ("reactor-" + std::to_string(actor_.value()));
+  }
+  const std::uint64_t event = writer_.events();
+  const std::filesystem::path bundle = root / ("crash-" + std::to_string(event));
+  std::filesystem::create_directories(bundle);
+  if (options_.mode == RecordingMode::kFile) {
+    // The anchor is a full snapshot (never an increment), so the bundle needs this one file.
+    const auto overwrite = std::filesystem::copy_options::overwrite_existing;
+    std::filesystem::copy_file(anchor_file_, bundle / anchor_file_.filename(), overwrite);
+    for (const std::filesystem::path& segment : file_->segments()) {
+      std::filesystem::copy_file(segment, bundle / segment.filename(), overwrite);
+    }
+  } else {
+    write_ring(bundle);
+  }
+  CrashManifest m;
+  m.build_id = program_build_id();
+  m.reactor = actor_;
+  m.reactor_type = reactor_type_;
+  m.hook = c->supervision.hook;
+  m.failure = c->supervision.what;
+  m.failing_event = event;
+  m.recording_id = recording_id_;
+  m.anchor = anchor_name(anchor_events_);
+  m.anchor_events = anchor_events_;
+  write_manifest(bundle / "manifest.json", m);
+}
+
+}  // namespace
+
+std::unique_ptr<Recorder> make_recorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors) {
+  return std::make_unique<ReactorRecorder>(options, errors);
+}
+
+}  // namespace reheap::detail::recording

@@ -1,0 +1,23 @@
+// The runtime's recorder (recorder.h's interface, reheap/recording.h's modes): creates the
+// recorder of a reactor spawned or restored with recording on.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "../recorder.h"
+#include "reheap/recording.h"
+
+namespace reheap::detail::recording {
+
+// `options.mode` is kFile or kRing. `errors` counts recordings stopped by an error (the
+// runtime's RuntimeStats::recording_errors); it outlives the recorder.
+std::unique_ptr<Recorder> make_recorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors);
+
+// The options a spawn asked for, with kInherit resolved to the runtime's default.
+inline RecordingOptions resolve(const RecordingOptions& spawn, const RecordingOptions& runtime) {
+  return spawn.mode == RecordingMode::kInherit ? runtime : spawn;
+}
+
+}  // namespace reheap::detail::recording

@@ -1,0 +1,60 @@
+// RecordingHost: the host a recorded reactor's hooks see (reactor_host.h). It forwards every
+// operation to the worker's LiveHost and writes down, in call order, what the operation asked
+// and what the runtime answered, as one record after the event's input record (RECORDING_FORMAT.md).
+//
+// Records are written with no heap current: the log is process memory, never the reactor's heap
+// (the hook that calls us runs with the reactor's heap current). An operation that throws (a
+// spawn, a listen) is written with what it threw, and the exception goes on to the hook.
+#pragma once
+
+#include "../live_host.h"
+#include "reheap/recording.h"
+#include "reheap/recording_log.h"
+
+namespace reheap::detail::recording {
+
+class RecordingHost final : public ReactorHost {
+ public:
+  RecordingHost(LogWriter& writer, RecordedOutputs outputs) noexcept : writer_(writer), outputs_(outputs) {}
+
+  // The event being delivered goes to `live`.
+  void bind(LiveHost& live) noexcept { live_ = &live; }
+
+  std::chrono::system_clock::time_point system_now() override;
+  std::chrono::steady_clock::time_point steady_now() override;
+  void seed(std::uint64_t out[2]) override;
+  ActorRef sender() override { return live_->sender(); }  // the message record holds it
+  int worker() override;
+  Runtime& runtime() override { return live_->runtime(); }
+
+  SendResult send(ActorRef to, Envelope* envelope) override;
+  ActorRef spawn(const SpawnOptions& options, Construct construct, void* arguments) override;
+  void stop() override;
+  void request_snapshot(SnapshotRequestId id, ActorRef target, const std::filesystem::path& file,
+                        SnapshotKind kind) override;
+  void start_timer(TimerId id, std::chrono::nanoseconds delay, std::chrono::nanoseconds period) override;
+  void cancel_timer(TimerId id) override;
+  SocketId listen(const std::string& host, std::uint16_t port, bool reuse_port, int backlog) override;
+  std::uint16_t local_port(SocketId socket) override;
+  SocketId connect(const std::string& host, std::uint16_t port) override;
+  bool write(SocketId socket, std::span<const char> data) override;
+  void close(SocketId socket) override;
+  void set_no_delay(SocketId socket, bool on) override;
+
+  void count_unhandled() noexcept override { live_->count_unhandled(); }
+  void count_decode_error() noexcept override { live_->count_decode_error(); }
+
+ private:
+  // The scratch record, cleared, for the next record of `kind`.
+  LogRecord& record(RecordKind kind) noexcept;
+  // Fills the payload fields of a send or write record as `outputs_` asks.
+  void payload(LogRecord& r, const void* data, std::size_t size);
+  void append();
+
+  LogWriter& writer_;
+  RecordedOutputs outputs_;
+  LiveHost* live_ = nullptr;
+  LogRecord scratch_;  // reused: its strings keep their capacity
+};
+
+}  // namespace reheap::detail::recording

@@ -1,0 +1,386 @@
+// The recording log's format (RECORDING_FORMAT.md): every record kind survives a round trip,
+// a message costs at most its payload plus 16 bytes, and a damaged log is refused with an error
+// that names the file, the block and the event.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "reheap/recording_log.h"
+#include "runtime_support.h"
+
+namespace reheap {
+namespace {
+
+using rttest::TempDir;
+
+// A log file: the header, then the blocks the writer hands over.
+class FileOfBlocks final : public LogSink {
+ public:
+  FileOfBlocks(const std::filesystem::path& file, const LogHeader& header) : out_(file, std::ios::binary) {
+    const std::vector<unsigned char> bytes = encode_log_header(header);
+    out_.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  void write_block(std::uint64_t, std::span<const unsigned char> block) override {
+    block_offsets.push_back(static_cast<std::size_t>(out_.tellp()));
+    out_.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(block.size()));
+    out_.flush();
+  }
+  std::vector<std::size_t> block_offsets;
+
+ private:
+  std::ofstream out_;
+};
+
+LogHeader header(std::uint64_t recording_id, std::uint64_t events_before = 0) {
+  LogHeader h;
+  h.recording_id = recording_id;
+  h.actor = ActorRef(0x1234'5678'9abcull);
+  h.build_id = program_build_id();
+  h.events_before = events_before;
+  h.created_unix_ns = 1'700'000'000'000'000'000ull;
+  return h;
+}
+
+LogRecord make(RecordKind kind) {
+  LogRecord r;
+  r.kind = kind;
+  return r;
+}
+
+// One record of every kind, with every field its kind uses set to something distinctive.
+std::vector<LogRecord> every_kind() {
+  std::vector<LogRecord> v;
+  v.push_back(make(RecordKind::kStart));
+  LogRecord m = make(RecordKind::kMessage);
+  m.ref = ActorRef(77);
+  m.type_id = 0xfeedbeefcafeull;
+  m.encoding = Encoding::kMsgpack;
+  m.bytes = std::string("hello\0world", 11);
+  m.length = 11;
+  m.has_bytes = true;
+  v.push_back(m);
+  LogRecord now = make(RecordKind::kSystemNow);
+  now.value[0] = 1'700'000'000'123'456'789ull;
+  v.push_back(now);
+  LogRecord steady = make(RecordKind::kSteadyNow);
+  steady.value[0] = 42'000;
+  v.push_back(steady);
+  LogRecord seed = make(RecordKind::kSeed);
+  seed.value[0] = ~0ull;
+  seed.value[1] = 0x0123456789abcdefull;
+  v.push_back(seed);
+  LogRecord send = make(RecordKind::kSend);
+  send.ref = ActorRef(77);
+  send.type_id = 5;
+  send.encoding = Encoding::kRaw;
+  send.length = 4;
+  send.has_digest = true;
+  send.digest = 0xdeadbeefull;
+  send.has_bytes = true;
+  send.bytes = "abcd";
+  send.result = static_cast<std::uint8_t>(SendResult::kNoSuchReactor);
+  v.push_back(send);
+  LogRecord spawn = make(RecordKind::kSpawn);
+  spawn.text = "child";
+  spawn.ref = ActorRef(99);
+  v.push_back(spawn);
+  LogRecord spawn_failed = make(RecordKind::kSpawn);
+  spawn_failed.text = "bad";
+  spawn_failed.detail = "constructor threw";
+  v.push_back(spawn_failed);
+  v.push_back(make(RecordKind::kStopCall));
+  LogRecord snap = make(RecordKind::kRequestSnapshot);
+  snap.id = 3;
+  snap.ref = ActorRef(1000);
+  snap.value[0] = 1;
+  v.push_back(snap);
+  LogRecord timer_start = make(RecordKind::kTimerStart);
+  timer_start.id = 8;
+  timer_start.value[0] = 5'000'000;
+  timer_start.value[1] = 1'000;
+  v.push_back(timer_start);
+  LogRecord cancel = make(RecordKind::kTimerCancel);
+  cancel.id = 8;
+  v.push_back(cancel);
+  LogRecord listen = make(RecordKind::kListen);
+  listen.text = "127.0.0.1";
+  listen.port = 8080;
+  listen.id = 11;
+  v.push_back(listen);
+  LogRecord connect = make(RecordKind::kConnectCall);
+  connect.text = "nowhere";
+  connect.port = 1;
+  connect.detail = "no such host";
+  v.push_back(connect);
+  LogRecord port = make(RecordKind::kLocalPort);
+  port.id = 11;
+  port.port = 65535;
+  v.push_back(port);
+  LogRecord write = make(RecordKind::kWrite);
+  write.id = 12;
+  write.length = 1000;
+  write.has_digest = true;
+  write.digest = 17;
+  write.result = 1;
+  v.push_back(write);
+  LogRecord close = make(RecordKind::kClose);
+  close.id = 12;
+  v.push_back(close);
+  LogRecord no_delay = make(RecordKind::kSetNoDelay);
+  no_delay.id = 12;
+  no_delay.value[0] = 1;
+  v.push_back(no_delay);
+  LogRecord worker = make(RecordKind::kWorker);
+  worker.value[0] = static_cast<std::uint64_t>(-1ll);
+  v.push_back(worker);
+  LogRecord hash = make(RecordKind::kStateHash);
+  hash.digest = 0xabcdef0123456789ull;
+  v.push_back(hash);
+  LogRecord timer = make(RecordKind::kTimer);
+  timer.id = 8;
+  v.push_back(timer);
+  LogRecord accept = make(RecordKind::kAccept);
+  accept.id = 11;
+  accept.connection = 13;
+  v.push_back(accept);
+  LogRecord connected = make(RecordKind::kConnect);
+  connected.id = 14;
+  connected.error_category = ErrorCategory::kSystem;
+  connected.error_value = 111;
+  v.push_back(connected);
+  LogRecord data = make(RecordKind::kData);
+  data.id = 13;
+  data.bytes = "GET / HTTP/1.1\r\n";
+  data.length = data.bytes.size();
+  data.has_bytes = true;
+  v.push_back(data);
+  LogRecord closed = make(RecordKind::kClosed);
+  closed.id = 13;
+  closed.error_category = ErrorCategory::kGeneric;
+  closed.error_value = 103;
+  v.push_back(closed);
+  v.push_back(make(RecordKind::kRestored));
+  LogRecord failed = make(RecordKind::kEventFailed);
+  failed.text = "on_restored";
+  failed.detail = "\"quoted\"";
+  v.push_back(failed);
+  v.push_back(make(RecordKind::kStop));
+  return v;
+}
+
+void expect_same(const LogRecord& a, const LogRecord& b) {
+  EXPECT_EQ(a.kind, b.kind);
+  EXPECT_EQ(a.ref, b.ref) << to_string(a.kind);
+  EXPECT_EQ(a.type_id, b.type_id) << to_string(a.kind);
+  EXPECT_EQ(a.encoding, b.encoding) << to_string(a.kind);
+  EXPECT_EQ(a.id, b.id) << to_string(a.kind);
+  EXPECT_EQ(a.connection, b.connection) << to_string(a.kind);
+  EXPECT_EQ(a.value[0], b.value[0]) << to_string(a.kind);
+  EXPECT_EQ(a.value[1], b.value[1]) << to_string(a.kind);
+  EXPECT_EQ(a.port, b.port) << to_string(a.kind);
+  EXPECT_EQ(a.error_category, b.error_category) << to_string(a.kind);
+  EXPECT_EQ(a.error_value, b.error_value) << to_string(a.kind);
+  EXPECT_EQ(a.result, b.result) << to_string(a.kind);
+  EXPECT_EQ(a.length, b.length) << to_string(a.kind);
+  EXPECT_EQ(a.has_digest, b.has_digest) << to_string(a.kind);
+  EXPECT_EQ(a.digest, b.digest) << to_string(a.kind);
+  EXPECT_EQ(a.has_bytes, b.has_bytes) << to_string(a.kind);
+  EXPECT_EQ(a.bytes, b.bytes) << to_string(a.kind);
+  EXPECT_EQ(a.text, b.text) << to_string(a.kind);
+  EXPECT_EQ(a.detail, b.detail) << to_string(a.kind);
+}
+
+TEST(RecordingLog, EveryRecordKindSurvivesARoundTrip) {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "log-11.rlog";
+  const std::vector<LogRecord> records = every_kind();
+  {
+    FileOfBlocks sink(file, header(42, 10));
+    LogWriter writer(sink, 10);
+    // Half in one block, half in the next: the dictionaries start over in each.
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      writer.append(records[i]);
+      if (i == records.size() / 2) writer.flush();
+    }
+    writer.flush();
+    EXPECT_EQ(sink.block_offsets.size(), 2u);
+  }
+  LogReader reader(file);
+  EXPECT_EQ(reader.header().recording_id, 42u);
+  EXPECT_EQ(reader.header().actor, ActorRef(0x1234'5678'9abcull));
+  EXPECT_EQ(reader.header().build_id, program_build_id());
+  EXPECT_FALSE(program_build_id().empty());
+  EXPECT_EQ(reader.header().events_before, 10u);
+  EXPECT_EQ(reader.position(), 10u);
+  LogRecord r;
+  std::uint64_t inputs = 0;
+  for (const LogRecord& expected : records) {
+    ASSERT_TRUE(reader.next(r));
+    expect_same(r, expected);
+    if (is_input(expected.kind)) ++inputs;
+    EXPECT_EQ(reader.position(), 10 + inputs);
+  }
+  EXPECT_FALSE(reader.next(r));
+}
+
+struct Tick {
+  std::uint64_t n;
+  std::uint64_t pad[3];
+};
+
+// Writes `count` 32-byte messages from three senders, two types, as a recorder would (one block
+// flushed whenever it is full). Returns the file.
+std::filesystem::path write_messages(const TempDir& dir, std::uint64_t recording_id, std::uint64_t count,
+                                     std::vector<std::size_t>* block_offsets = nullptr) {
+  const std::filesystem::path file = dir.path() / ("log-" + std::to_string(recording_id) + ".rlog");
+  FileOfBlocks sink(file, header(recording_id));
+  LogWriter writer(sink, 0);
+  LogRecord m;
+  m.kind = RecordKind::kMessage;
+  m.has_bytes = true;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    m.ref = ActorRef(1000 + i % 3);
+    m.type_id = i % 2 == 0 ? 0x1111'2222'3333ull : 0x4444'5555'6666ull;
+    Tick t{i, {i, i, i}};
+    m.bytes.assign(reinterpret_cast<const char*>(&t), sizeof t);
+    m.length = sizeof t;
+    writer.append(m);
+    writer.end_event();
+  }
+  writer.flush();
+  if (block_offsets != nullptr) *block_offsets = sink.block_offsets;
+  return file;
+}
+
+TEST(RecordingLog, AMessageCostsAtMostItsPayloadPlus16Bytes) {
+  TempDir dir;
+  constexpr std::uint64_t kCount = 20'000;
+  const std::filesystem::path file = write_messages(dir, 1, kCount);
+  const auto total = static_cast<double>(std::filesystem::file_size(file));
+  const double per_message = total / kCount;
+  const double framing = per_message - static_cast<double>(sizeof(Tick));
+  std::printf("recording: %.2f bytes per %zu-byte message (%.2f bytes of framing, file header included)\n",
+              per_message, sizeof(Tick), framing);
+  EXPECT_LE(framing, 16.0);
+  LogReader reader(file);
+  LogRecord r;
+  std::uint64_t n = 0;
+  while (reader.next(r)) {
+    ASSERT_EQ(r.ref, ActorRef(1000 + n % 3));
+    Tick t{};
+    std::memcpy(&t, r.bytes.data(), sizeof t);
+    ASSERT_EQ(t.n, n);
+    ++n;
+  }
+  EXPECT_EQ(n, kCount);
+  EXPECT_EQ(reader.position(), kCount);
+}
+
+std::vector<unsigned char> read_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::filesystem::path& file, const std::vector<unsigned char>& bytes) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Reads the whole log; returns the error it ends with.
+RecordingError read_until_error(const std::filesystem::path& file) {
+  try {
+    LogReader reader(file);
+    LogRecord r;
+    while (reader.next(r)) {
+    }
+  } catch (const RecordingError& e) {
+    return e;
+  }
+  ADD_FAILURE() << file << " read without error";
+  return RecordingError(RecordingErrc::kIo, file, 0, "no error");
+}
+
+TEST(RecordingLog, AFlippedBitIsCorruptionNamingTheBlock) {
+  TempDir dir;
+  std::vector<std::size_t> blocks;
+  const std::filesystem::path file = write_messages(dir, 2, 6'000, &blocks);
+  ASSERT_GE(blocks.size(), 3u);
+  std::vector<unsigned char> bytes = read_bytes(file);
+  bytes[blocks[1] + 28 + 100] ^= 0x10;  // inside the second block's body
+  write_bytes(file, bytes);
+  const RecordingError e = read_until_error(file);
+  EXPECT_EQ(e.code(), RecordingErrc::kCorrupt);
+  EXPECT_EQ(e.file(), file);
+  const std::string what = e.what();
+  EXPECT_NE(what.find("block at offset " + std::to_string(blocks[1])), std::string::npos) << what;
+  EXPECT_NE(what.find("checksum"), std::string::npos) << what;
+  EXPECT_GT(e.event(), 0u);  // the event the first block ended at
+  EXPECT_NE(what.find("event " + std::to_string(e.event())), std::string::npos) << what;
+}
+
+TEST(RecordingLog, ATruncatedLogSaysWhereItEnds) {
+  TempDir dir;
+  std::vector<std::size_t> blocks;
+  const std::filesystem::path file = write_messages(dir, 3, 6'000, &blocks);
+  ASSERT_GE(blocks.size(), 3u);
+  std::vector<unsigned char> bytes = read_bytes(file);
+  bytes.resize(blocks.back() + 500);  // the last block is cut short
+  write_bytes(file, bytes);
+  const RecordingError e = read_until_error(file);
+  EXPECT_EQ(e.code(), RecordingErrc::kTruncated);
+  // Everything before the last block was read: the log ends at its last whole block's event.
+  LogReader reader(file);
+  LogRecord r;
+  std::uint64_t last = 0;
+  try {
+    while (reader.next(r)) last = reader.position();
+  } catch (const RecordingError&) {
+  }
+  EXPECT_EQ(e.event(), last);
+  EXPECT_LT(last, 6'000u);
+  EXPECT_GT(last, 0u);
+  const std::string what = e.what();
+  EXPECT_NE(what.find("ends after event " + std::to_string(last)), std::string::npos) << what;
+}
+
+TEST(RecordingLog, OtherFilesAndOtherRecordingsAreRefused) {
+  TempDir dir;
+  const std::filesystem::path junk = dir.path() / "junk.rlog";
+  write_bytes(junk, std::vector<unsigned char>(200, 'x'));
+  const RecordingError not_one = read_until_error(junk);
+  EXPECT_EQ(not_one.code(), RecordingErrc::kNotARecording);
+  EXPECT_NE(std::string(not_one.what()).find("junk.rlog"), std::string::npos);
+
+  // A later format version.
+  const std::filesystem::path file = write_messages(dir, 4, 10);
+  std::vector<unsigned char> bytes = read_bytes(file);
+  bytes[8] = 9;
+  const std::filesystem::path future = dir.path() / "future.rlog";
+  write_bytes(future, bytes);
+  const RecordingError version = read_until_error(future);
+  EXPECT_EQ(version.code(), RecordingErrc::kVersion);
+  EXPECT_NE(std::string(version.what()).find("version 9"), std::string::npos) << version.what();
+
+  // A directory whose second segment belongs to another recording.
+  TempDir recording;
+  {
+    FileOfBlocks first(recording.path() / "log-1.rlog", header(5, 0));
+    LogWriter writer(first, 0);
+    writer.append(make(RecordKind::kStart));
+    writer.flush();
+    FileOfBlocks second(recording.path() / "log-2.rlog", header(6, 1));
+    LogWriter other(second, 1);
+    other.append(make(RecordKind::kStop));
+    other.flush();
+  }
+  const RecordingError mismatch = read_until_error(recording.path());
+  EXPECT_EQ(mismatch.code(), RecordingErrc::kMismatch);
+  EXPECT_EQ(mismatch.file(), recording.path() / "log-2.rlog");
+  EXPECT_NE(std::string(mismatch.what()).find("another recording"), std::string::npos) << mismatch.what();
+}
+
+}  // namespace
+}  // namespace reheap
