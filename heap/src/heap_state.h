@@ -166,4 +166,18 @@ using ChunkRunDone = void (*)(void* context, std::uintptr_t first, std::size_t c
 void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept;
 void poison_free_blocks(HeapState* h) noexcept;
 
+// Under AddressSanitizer, freed class blocks are poisoned; whatever reads a heap's pages whole
+// (a snapshot, a digest) reads them like any other byte and hands them to code that may be
+// instrumented. Only on the heap's own thread, between events.
+class UnpoisonedFreeBlocks {
+ public:
+  explicit UnpoisonedFreeBlocks(HeapState* h) noexcept : h_(h) { unpoison_free_blocks(h_); }
+  ~UnpoisonedFreeBlocks() { poison_free_blocks(h_); }
+  UnpoisonedFreeBlocks(const UnpoisonedFreeBlocks&) = delete;
+  UnpoisonedFreeBlocks& operator=(const UnpoisonedFreeBlocks&) = delete;
+
+ private:
+  HeapState* h_;
+};
+
 }  // namespace reheap::detail

@@ -40,19 +40,6 @@ namespace {
 
 constexpr std::size_t kTrackSpan = detail::kGroupSize;  // one page-table page maps 2 MiB
 
-// Under AddressSanitizer, freed class blocks are poisoned; the snapshot reads them like any other
-// byte of the heap's pages (and hands them to sinks that may be instrumented).
-class UnpoisonedFreeBlocks {
- public:
-  explicit UnpoisonedFreeBlocks(HeapState* h) noexcept : h_(h) { detail::unpoison_free_blocks(h_); }
-  ~UnpoisonedFreeBlocks() { detail::poison_free_blocks(h_); }
-  UnpoisonedFreeBlocks(const UnpoisonedFreeBlocks&) = delete;
-  UnpoisonedFreeBlocks& operator=(const UnpoisonedFreeBlocks&) = delete;
-
- private:
-  HeapState* h_;
-};
-
 }  // namespace
 
 struct Snapshotter::State final : detail::ChunkObserver {
@@ -282,7 +269,7 @@ SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std
 
   SnapshotInfo info;
   {
-    UnpoisonedFreeBlocks unpoisoned(heap);
+    detail::UnpoisonedFreeBlocks unpoisoned(heap);
     Plan plan = plan_runs(std::move(segments));
     header.pages = plan.counts;
     ProgramScan scan(header.layout);

@@ -8,7 +8,8 @@ namespace reheap {
 
 std::uint64_t used_pages_digest(const Heap& heap) {
   HeapScope system(nullptr);  // the range list is the process's, not the heap's
-  const detail::HeapState* h = detail::state(&heap);
+  detail::HeapState* h = const_cast<detail::HeapState*>(detail::state(&heap));
+  detail::UnpoisonedFreeBlocks unpoisoned(h);  // the digest reads freed blocks' bytes too
   detail::snapshot::Digest digest;
   std::vector<detail::os::PageRange> ranges;
   for (const detail::snapshot::ChunkRun& run : detail::snapshot::chunk_runs(h)) {

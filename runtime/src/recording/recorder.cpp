@@ -49,6 +49,15 @@ ErrorCategory category_of(const std::error_code& error) noexcept {
   return error.category() == std::generic_category() ? ErrorCategory::kGeneric : ErrorCategory::kSystem;
 }
 
+// A hard link when `to` can be one (same file system), else a copy.
+void link_or_copy(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::error_code ignored;
+  std::filesystem::remove(to, ignored);
+  std::error_code link_error;
+  std::filesystem::create_hard_link(from, to, link_error);
+  if (link_error) std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+}
+
 class ReactorRecorder final : public Recorder, private LogSink {
  public:
   ReactorRecorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors)
@@ -286,12 +295,11 @@ void ReactorRecorder::write_crash_bundle(Cell* c) {
   const std::filesystem::path bundle = root / ("crash-" + std::to_string(event));
   std::filesystem::create_directories(bundle);
   if (options_.mode == RecordingMode::kFile) {
-    // The anchor is a full snapshot (never an increment), so the bundle needs this one file.
-    const auto overwrite = std::filesystem::copy_options::overwrite_existing;
-    std::filesystem::copy_file(anchor_file_, bundle / anchor_file_.filename(), overwrite);
-    for (const std::filesystem::path& segment : file_->segments()) {
-      std::filesystem::copy_file(segment, bundle / segment.filename(), overwrite);
-    }
+    // The anchor is a full snapshot (never an increment), so the bundle needs this one file. No
+    // more is written to these files (a restart anchors anew elsewhere): links are as good as
+    // copies, and cost nothing however long the log.
+    for (const std::filesystem::path& file : file_->segments()) link_or_copy(file, bundle / file.filename());
+    link_or_copy(anchor_file_, bundle / anchor_file_.filename());
   } else {
     write_ring(bundle);
   }
