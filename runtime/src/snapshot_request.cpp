@@ -26,6 +26,35 @@ const char* to_string(SnapshotStatus s) noexcept {
   return "unknown";
 }
 
+void SnapshotDone::set_saved(const SnapshotInfo& i) {
+  status = static_cast<std::uint8_t>(SnapshotStatus::kSaved);
+  kind = static_cast<std::uint8_t>(i.kind);
+  id = i.id;
+  parent_id = i.parent_id;
+  generation = i.generation;
+  pages_written = i.pages_written;
+  zero_pages = i.zero_pages;
+  bytes_written = i.bytes_written;
+  tracking = i.tracking;
+  fallback_reason = i.fallback_reason;
+}
+
+void SnapshotDone::set_failure(std::exception_ptr thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const SnapshotError& x) {
+    status = static_cast<std::uint8_t>(SnapshotStatus::kSnapshotError);
+    error_code = static_cast<std::uint8_t>(x.code());
+    error = x.what();
+  } catch (const std::exception& x) {
+    status = static_cast<std::uint8_t>(SnapshotStatus::kFailed);
+    error = x.what();
+  } catch (...) {
+    status = static_cast<std::uint8_t>(SnapshotStatus::kFailed);
+    error = "reheap: the snapshot threw an exception not derived from std::exception";
+  }
+}
+
 namespace detail {
 namespace {
 
@@ -119,27 +148,9 @@ void run_snapshot_request(Cell* target, const Envelope& e) noexcept {
     done.target = target->ref();
     done.file = file_of(e);
     try {
-      const SnapshotInfo info =
-          save_reactor(target, done.file, r.kind == SnapshotKind::kIncremental);
-      done.kind = static_cast<std::uint8_t>(info.kind);
-      done.id = info.id;
-      done.parent_id = info.parent_id;
-      done.generation = info.generation;
-      done.pages_written = info.pages_written;
-      done.zero_pages = info.zero_pages;
-      done.bytes_written = info.bytes_written;
-      done.tracking = info.tracking;
-      done.fallback_reason = info.fallback_reason;
-    } catch (const SnapshotError& x) {
-      done.status = static_cast<std::uint8_t>(SnapshotStatus::kSnapshotError);
-      done.error_code = static_cast<std::uint8_t>(x.code());
-      done.error = x.what();
-    } catch (const std::exception& x) {
-      done.status = static_cast<std::uint8_t>(SnapshotStatus::kFailed);
-      done.error = x.what();
+      done.set_saved(save_reactor(target, done.file, r.kind == SnapshotKind::kIncremental));
     } catch (...) {
-      done.status = static_cast<std::uint8_t>(SnapshotStatus::kFailed);
-      done.error = "reheap: the snapshot threw an exception not derived from std::exception";
+      done.set_failure(std::current_exception());
     }
     answer(rt, ActorRef(r.requester), done);
   } catch (...) {

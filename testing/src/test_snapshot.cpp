@@ -74,24 +74,9 @@ void TestRuntime::Impl::run_snapshot(const detail::SnapshotJob& job) {
     done.error = "the target has stopped";
   } else {
     try {
-      const SnapshotInfo info = save(*target, job.file, job.kind);
-      done.status = static_cast<std::uint8_t>(SnapshotStatus::kSaved);
-      done.kind = static_cast<std::uint8_t>(info.kind);
-      done.id = info.id;
-      done.parent_id = info.parent_id;
-      done.generation = info.generation;
-      done.pages_written = info.pages_written;
-      done.zero_pages = info.zero_pages;
-      done.bytes_written = info.bytes_written;
-      done.tracking = info.tracking;
-      done.fallback_reason = info.fallback_reason;
-    } catch (const SnapshotError& e) {
-      done.status = static_cast<std::uint8_t>(SnapshotStatus::kSnapshotError);
-      done.error_code = static_cast<std::uint8_t>(e.code());
-      done.error = e.what();
-    } catch (const std::exception& e) {
-      done.status = static_cast<std::uint8_t>(SnapshotStatus::kFailed);
-      done.error = e.what();
+      done.set_saved(save(*target, job.file, job.kind));
+    } catch (...) {
+      done.set_failure(std::current_exception());
     }
   }
   SendResult result = SendResult::kOk;

@@ -117,13 +117,7 @@ class Reactor {
     static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
     ReactorHost& host = require_current("spawn");
     std::tuple<Args&&...> arguments(std::forward<Args>(args)...);
-    return host.spawn(
-        options,
-        [](void* packed) -> Reactor* {
-          return std::apply([](auto&&... a) -> Reactor* { return new R(std::forward<decltype(a)>(a)...); },
-                            std::move(*static_cast<std::tuple<Args&&...>*>(packed)));
-        },
-        &arguments);
+    return host.spawn(options, &detail::construct_packed<R, Args...>, &arguments);
   }
   template <class R, class... Args>
     requires(!detail::kFirstIsSpawnOptions<Args...>)

@@ -50,6 +50,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -115,6 +116,12 @@ struct SnapshotDone {
     i.fallback_reason = fallback_reason;
     return i;
   }
+
+  // For whoever carries a request out (a worker, the test kit): kSaved with `i`, the inverse of
+  // info(); or, for the exception a save threw, kSnapshotError with its code for a SnapshotError,
+  // else kFailed, and `error` from what().
+  void set_saved(const SnapshotInfo& i);
+  void set_failure(std::exception_ptr thrown);
 };
 
 }  // namespace reheap

@@ -27,13 +27,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "reheap/actor_ref.h"
 #include "reheap/heap.h"
 #include "reheap/recording.h"
 
 namespace reheap {
+
+class Reactor;
 
 enum class OverflowPolicy : std::uint8_t { kReject, kDropOldest };
 
@@ -64,6 +68,15 @@ inline constexpr bool kFirstIsSpawnOptions = false;
 template <class First, class... Rest>
 inline constexpr bool kFirstIsSpawnOptions<First, Rest...> =
     std::is_same_v<std::remove_cvref_t<First>, SpawnOptions>;
+
+// The spawn templates (Reactor::spawn, Runtime::spawn, TestRuntime::spawn) pack their arguments
+// in a tuple of references and hand this function to a non-template spawn, which calls it with
+// the new heap current so that R(args...) is built in that heap.
+template <class R, class... Args>
+Reactor* construct_packed(void* packed) {
+  return std::apply([](auto&&... a) -> Reactor* { return new R(std::forward<decltype(a)>(a)...); },
+                    std::move(*static_cast<std::tuple<Args&&...>*>(packed)));
+}
 }  // namespace detail
 
 }  // namespace reheap

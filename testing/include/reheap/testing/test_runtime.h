@@ -121,13 +121,7 @@ class TestRuntime {
   ActorRef spawn(const SpawnOptions& options, Args&&... args) {
     static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
     std::tuple<Args&&...> arguments(std::forward<Args>(args)...);
-    return spawn_constructed(
-        options,
-        [](void* packed) -> Reactor* {
-          return std::apply([](auto&&... a) -> Reactor* { return new R(std::forward<decltype(a)>(a)...); },
-                            std::move(*static_cast<std::tuple<Args&&...>*>(packed)));
-        },
-        &arguments);
+    return spawn_constructed(options, &reheap::detail::construct_packed<R, Args...>, &arguments);
   }
   template <class R, class... Args>
     requires(!reheap::detail::kFirstIsSpawnOptions<Args...>)
