@@ -21,6 +21,11 @@
 //             on_start. It keeps its ActorRef and its mailbox (the message that failed is not
 //             delivered again) and gets on_restored(). After `max_restarts` restarts within
 //             `restart_window` it is stopped instead.
+//             What is lost: the effects on the heap of every event handled between that snapshot
+//             and the failure (their messages were taken from the mailbox; what they sent, spawned
+//             or wrote stays done). They are not delivered again, since a reactor that re-ran them
+//             would send twice. A recorded reactor keeps them in its crash bundle (recording.h),
+//             where a test replays them; snapshot often (request_snapshot) to lose less.
 #pragma once
 
 #include <chrono>
