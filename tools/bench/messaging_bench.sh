@@ -8,7 +8,13 @@
 # that does not exist is skipped. See
 # "Messaging benchmarks" in tools/bench/README.md for what each test does.
 #
+# With --record MODES, reheap's oneway, fanin and pingpong also run with every reactor recorded
+# (messaging_bench_reheap --record file|ring), alternating with unrecorded runs in the same
+# repetitions, and a second table gives the recorded/unrecorded ratios and the log's bytes per
+# message.
+#
 # usage: bash tools/bench/messaging_bench.sh [--build-dir DIR] [--quick] [--reps N] [--raw FILE]
+#                                            [--record file,ring [--record-only]]
 set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,6 +23,8 @@ build_dir="$repo_dir/build/release"
 quick=0
 reps=""
 raw=""
+record_modes=()
+record_only=0
 
 usage() {
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
@@ -29,6 +37,12 @@ options:
   --reps N         repetitions per implementation and test (default 5; quick: 3); a full
                    run takes about 3 minutes
   --raw FILE       keep every RESULT and NOTE line in FILE
+  --record MODES   also run reheap's oneway, fanin and pingpong recorded (MODES: file, ring or
+                   file,ring), alternating with unrecorded runs, and print the ratios and the
+                   log bytes per message (file mode; logs go to a temporary directory that is
+                   removed at the end)
+  --record-only    with --record: only the recording table (reheap alone; a full run takes
+                   about 2 minutes)
 EOF
 }
 
@@ -38,6 +52,8 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1 ;;
     --reps) reps=$2; shift ;;
     --raw) raw=$2; shift ;;
+    --record) IFS=, read -r -a record_modes <<<"$2"; shift ;;
+    --record-only) record_only=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "messaging_bench.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -45,6 +61,16 @@ while [[ $# -gt 0 ]]; do
 done
 if [[ -z $reps ]]; then
   reps=$(( quick ? 3 : 5 ))
+fi
+for mode in "${record_modes[@]}"; do
+  if [[ $mode != file && $mode != ring ]]; then
+    echo "messaging_bench.sh: --record wants file, ring or file,ring, not '$mode'" >&2
+    exit 2
+  fi
+done
+if [[ $record_only -eq 1 && ${#record_modes[@]} -eq 0 ]]; then
+  echo "messaging_bench.sh: --record-only needs --record" >&2
+  exit 2
 fi
 if ! [[ $reps =~ ^[1-9][0-9]*$ ]]; then
   echo "messaging_bench.sh: --reps wants a positive integer" >&2
@@ -56,6 +82,9 @@ bin_dir="$build_dir/tools/bench/messaging"
 # Implementations in table order, with their column titles.
 impls=(reheap caf rawuv)
 declare -A title=([reheap]="reheap" [caf]="CAF" [rawuv]="raw libuv")
+if [[ $record_only -eq 1 ]]; then
+  impls=(reheap)
+fi
 available=()
 for impl in "${impls[@]}"; do
   if [[ -x "$bin_dir/messaging_bench_$impl" ]]; then
@@ -128,6 +157,13 @@ for impl in "${available[@]}"; do
 done
 [[ $have_reheap -eq 1 ]] && rows+=(pingpong-spin pingpong-spin-pin)
 [[ $have_caf -eq 1 ]] && rows+=(pingpong-detached)
+if [[ $record_only -eq 1 ]]; then
+  rows=()
+fi
+if [[ ${#record_modes[@]} -gt 0 && $have_reheap -eq 0 ]]; then
+  echo "messaging_bench.sh: --record needs messaging_bench_reheap" >&2
+  exit 1
+fi
 
 echo "running: ${available[*]}; $reps repetitions each; $(if [[ $quick -eq 1 ]]; then echo quick; else echo full; fi) sizes" >&2
 for row in "${rows[@]}"; do
@@ -148,6 +184,23 @@ for row in "${rows[@]}"; do
     done
   done
 done
+
+# The recording rows: for each test, one repetition runs reheap unrecorded and once per mode
+# recorded, in an order rotated per repetition; the rows are rec-<test>-off, rec-<test>-<mode>.
+rec_tests=(oneway fanin pingpong)
+if [[ ${#record_modes[@]} -gt 0 ]]; then
+  variants=(off "${record_modes[@]}")
+  count=${#variants[@]}
+  for test in "${rec_tests[@]}"; do
+    echo "  recording: $test (n=${size[$test]}; ${variants[*]}) ..." >&2
+    for (( rep = 0; rep < reps; rep++ )); do
+      for (( k = 0; k < count; k++ )); do
+        mode=${variants[$(( (k + rep) % count ))]}
+        run_one "rec-$test-$mode" reheap "$test" --record "$mode" --record-dir "$tmp"
+      done
+    done
+  done
+fi
 
 # ---- the table ---------------------------------------------------------------------------------
 
@@ -209,43 +262,45 @@ echo "load (1, 5, 15 min): $load_before before the run, $(cut -d' ' -f1-3 /proc/
 echo "      benchmarks use both cores, so anything else running skews them"
 echo "runs: $reps repetitions per cell, each in a fresh process, order rotated per repetition; sizes:"
 echo "      $(for t in "${tests[@]}"; do printf '%s n=%s  ' "$t" "${size[$t]}"; done)"
-echo
-echo "| test | unit | reheap | CAF | raw libuv | reheap/CAF | reheap/raw libuv |"
-echo "|---|---|---:|---:|---:|---:|---:|"
-for row in "${rows[@]}"; do
-  if [[ $row == pingpong-detached ]]; then
-    # reheap's pingpong row is compared with CAF's detached actors, both on two threads.
-    s_reheap=$(stats pingpong reheap)
-    s_caf=$(stats pingpong-detached caf)
-    s_raw=""
-    label="pingpong, CAF --detached"
-  elif [[ $row == pingpong-spin* ]]; then
-    # reheap with spinning workers, compared with the plain pingpong of the others.
-    s_reheap=$(stats "$row" reheap)
-    s_caf=$(stats pingpong caf)
-    s_raw=$(stats pingpong rawuv)
-    label="pingpong, reheap --spin $spin_us"
-    [[ $row == pingpong-spin-pin ]] && label+=" --pin"
-  else
-    s_reheap=$(stats "$row" reheap)
-    s_caf=$(stats "$row" caf)
-    s_raw=$(stats "$row" rawuv)
-    label=$row
+if [[ ${#rows[@]} -gt 0 ]]; then
+  echo
+  echo "| test | unit | reheap | CAF | raw libuv | reheap/CAF | reheap/raw libuv |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
+  for row in "${rows[@]}"; do
+    if [[ $row == pingpong-detached ]]; then
+      # reheap's pingpong row is compared with CAF's detached actors, both on two threads.
+      s_reheap=$(stats pingpong reheap)
+      s_caf=$(stats pingpong-detached caf)
+      s_raw=""
+      label="pingpong, CAF --detached"
+    elif [[ $row == pingpong-spin* ]]; then
+      # reheap with spinning workers, compared with the plain pingpong of the others.
+      s_reheap=$(stats "$row" reheap)
+      s_caf=$(stats pingpong caf)
+      s_raw=$(stats pingpong rawuv)
+      label="pingpong, reheap --spin $spin_us"
+      [[ $row == pingpong-spin-pin ]] && label+=" --pin"
+    else
+      s_reheap=$(stats "$row" reheap)
+      s_caf=$(stats "$row" caf)
+      s_raw=$(stats "$row" rawuv)
+      label=$row
+    fi
+    reheap_cell=$(cell "$s_reheap")
+    if [[ $row == pingpong-detached && -n $s_reheap ]]; then
+      reheap_cell="(pingpong row)"
+    fi
+    echo "| $label | $(unit "$row") | $reheap_cell | $(cell "$s_caf") | $(cell "$s_raw") | $(ratio "$s_reheap" "$s_caf") | $(ratio "$s_reheap" "$s_raw") |"
+  done
+  echo
+  echo "Cells: median rate (min..max). Ratios: reheap's median rate over the other's (above 1: reheap faster)."
+  if [[ $have_reheap -eq 1 ]]; then
+    echo "The \"reheap --spin $spin_us\" rows: reheap's workers poll for work $spin_us µs before sleeping (--pin: each"
+    echo "pinned to a CPU of its own); their ratios use the others' pingpong row, whose cells they repeat."
   fi
-  reheap_cell=$(cell "$s_reheap")
-  if [[ $row == pingpong-detached && -n $s_reheap ]]; then
-    reheap_cell="(pingpong row)"
+  if [[ $have_caf -eq 1 ]]; then
+    echo "The \"CAF --detached\" row gives each CAF actor its own thread; its ratio uses reheap's pingpong."
   fi
-  echo "| $label | $(unit "$row") | $reheap_cell | $(cell "$s_caf") | $(cell "$s_raw") | $(ratio "$s_reheap" "$s_caf") | $(ratio "$s_reheap" "$s_raw") |"
-done
-echo
-echo "Cells: median rate (min..max). Ratios: reheap's median rate over the other's (above 1: reheap faster)."
-if [[ $have_reheap -eq 1 ]]; then
-  echo "The \"reheap --spin $spin_us\" rows: reheap's workers poll for work $spin_us µs before sleeping (--pin: each"
-  echo "pinned to a CPU of its own); their ratios use the others' pingpong row, whose cells they repeat."
-fi
-if [[ $have_caf -eq 1 ]]; then
-  echo "The \"CAF --detached\" row gives each CAF actor its own thread; its ratio uses reheap's pingpong."
 fi
 
 if [[ -s $notes ]]; then
@@ -264,6 +319,70 @@ if [[ -s $notes ]]; then
   echo "  (caf thread_change_pct: share of pingpong handlers that ran on another thread than the"
   echo "  handler before; cross_thread_pct: share of messages handled on another thread than their"
   echo "  sender's.)"
+fi
+
+# ---- the recording table -------------------------------------------------------------------------
+
+# pair_ratio ROW_A ROW_B: the median over the repetitions of rate_a / rate_b, the k-th run of one
+# row paired with the k-th of the other (they ran in the same repetition, next to each other).
+pair_ratio() {
+  awk -v a="$1" -v b="$2" '
+    $1 == a && $2 == "reheap" && $3 ~ /^[0-9]/ { ra[na++] = $3 }
+    $1 == b && $2 == "reheap" && $3 ~ /^[0-9]/ { rb[nb++] = $3 }
+    END {
+      n = (na < nb) ? na : nb
+      if (n == 0) { print "—"; exit }
+      for (i = 0; i < n; i++) v[i] = ra[i] / rb[i]
+      for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      m = (n % 2) ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
+      printf "%.2fx (%.2f..%.2f)\n", m, v[0], v[n - 1]
+    }' "$results"
+}
+
+# note_median ROW KEY: the median of a NOTE over the repetitions, or —.
+note_median() {
+  awk -v row="$1" -v key="$2" '
+    $1 == row && $2 == "reheap" && $3 == key { v[n++] = $4 + 0 }
+    END {
+      if (n == 0) { print "—"; exit }
+      for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+      printf "%.1f\n", (n % 2) ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
+    }' "$notes"
+}
+
+if [[ ${#record_modes[@]} -gt 0 ]]; then
+  declare -A payload=([oneway]=16 [fanin]=16 [pingpong]=8)
+  echo
+  echo "### Recording overhead (reheap, every reactor recorded, RecordedOutputs::kDigests)"
+  echo
+  header="| test | unit | unrecorded"
+  rule="|---|---|---:"
+  for mode in "${record_modes[@]}"; do header+=" | $mode"; rule+="|---:"; done
+  for mode in "${record_modes[@]}"; do header+=" | $mode/unrecorded"; rule+="|---:"; done
+  if [[ " ${record_modes[*]} " == *" file "* ]]; then
+    header+=" | log B/msg, all logs | log B/msg, receiver | payload"
+    rule+="|---:|---:|---:"
+  fi
+  echo "$header |"
+  echo "$rule|"
+  for test in "${rec_tests[@]}"; do
+    line="| $test | $(unit "$test") | $(cell "$(stats "rec-$test-off" reheap)")"
+    for mode in "${record_modes[@]}"; do line+=" | $(cell "$(stats "rec-$test-$mode" reheap)")"; done
+    for mode in "${record_modes[@]}"; do line+=" | $(pair_ratio "rec-$test-$mode" "rec-$test-off")"; done
+    if [[ " ${record_modes[*]} " == *" file "* ]]; then
+      sink="—"
+      [[ $test != pingpong ]] && sink=$(note_median "rec-$test-file" rlog_sink_bytes_per_msg)
+      line+=" | $(note_median "rec-$test-file" rlog_bytes_per_msg) | $sink | ${payload[$test]} B"
+    fi
+    echo "$line |"
+  done
+  echo
+  echo "Cells: median rate (min..max). Ratios: recorded rate over unrecorded rate, per repetition"
+  echo "(the runs of one repetition are neighbours), median (min..max); 1.00x means free, 0.91x a"
+  echo "10% loss. Log bytes: the .rlog files over the messages delivered (pingpong: 2 per round"
+  echo "trip); \"all logs\" counts the sender's log (a digest record per send) and the receiver's (the"
+  echo "message with its payload); \"receiver\" the receiver's log alone. The target of issue 12 is"
+  echo "at most payload + 16 bytes per message, and at most 10% cost on oneway and fanin."
 fi
 
 if [[ $failures -gt 0 ]]; then

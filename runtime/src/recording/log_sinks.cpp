@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "log_codec.h"
+
 namespace reheap::detail::recording {
 namespace {
 
@@ -57,7 +59,14 @@ void FileSegmentSink::open_segment(std::uint64_t events_before) {
 }
 
 void FileSegmentSink::write_block(std::uint64_t events_before, std::span<const unsigned char> block) {
-  if (fd_ < 0 || (size_ > header_bytes_ && size_ + block.size() > segment_bytes_)) open_segment(events_before);
+  // A new segment starts only with a block that starts an event (its first record is an input
+  // record), so that a segment's header counts the events before its first record; a block that
+  // continues a long event goes on in the current segment, past segment_bytes if need be.
+  const bool starts_event = block.size() > detail::recording::kBlockHeaderBytes &&
+                            is_input(static_cast<RecordKind>(block[detail::recording::kBlockHeaderBytes]));
+  if (fd_ < 0 || (starts_event && size_ > header_bytes_ && size_ + block.size() > segment_bytes_)) {
+    open_segment(events_before);
+  }
   if (const int error = write_all(fd_, block.data(), block.size()); error != 0) {
     // Cut a partly written block off, so that the segment still ends on a whole block.
     const int cut = ::ftruncate(fd_, static_cast<off_t>(size_));
@@ -69,9 +78,16 @@ void FileSegmentSink::write_block(std::uint64_t events_before, std::span<const u
   size_ += block.size();
 }
 
-void MemoryLogSink::reset(LogHeader header) {
+void MemoryLogSink::reset(LogHeader header, std::size_t keep_capacity) {
   events_before_ = header.events_before;
-  bytes_ = encode_log_header(header);
+  const std::vector<unsigned char> encoded = encode_log_header(header);
+  if (bytes_.capacity() > keep_capacity) {
+    bytes_ = encoded;  // a long event grew it far past the ring's bound: give that back
+  } else {
+    // The ring keeps its buffer from one checkpoint to the next, rather than growing it (copying
+    // it, and faulting fresh pages in) from nothing each time.
+    bytes_.assign(encoded.begin(), encoded.end());
+  }
 }
 
 void MemoryLogSink::write_block(std::uint64_t, std::span<const unsigned char> block) {

@@ -2,14 +2,16 @@
 //
 // FileSegmentSink writes `log-<first event>.rlog` segments into a directory, each opening with
 // the recording's file header, and starts a new segment when the current one would pass its
-// size. Segments are opened with O_APPEND and only ever grown by whole blocks: a write that
+// size, at the start of an event (a block that continues a long event stays in the current
+// segment). Segments are opened with O_APPEND and only ever grown by whole blocks: a write that
 // fails (a full disk, a file size limit) is cut back to the last whole block and reported as a
 // RecordingError(kIo), so every block written before stays readable. The sink does not fsync:
 // a recording survives the process, not the machine (the crash bundle is what must survive a
 // failing reactor, and the process outlives that).
 //
-// MemoryLogSink keeps one log (header and blocks) in a byte vector; the ring recorder replaces
-// it with an empty one at each new checkpoint (recorder.cpp).
+// MemoryLogSink keeps one log (header and blocks) in a byte vector; the ring recorder empties it
+// at each new checkpoint (recorder.cpp), keeping the vector's capacity up to about the ring's
+// bound.
 #pragma once
 
 #include <cstddef>
@@ -51,8 +53,9 @@ class FileSegmentSink final : public LogSink {
 
 class MemoryLogSink final : public LogSink {
  public:
-  // Starts the log over: just the header, for `events_before`.
-  void reset(LogHeader header);
+  // Starts the log over: just the header, for `events_before`. The buffer is kept for the next
+  // log unless its capacity exceeds `keep_capacity`.
+  void reset(LogHeader header, std::size_t keep_capacity = 0);
   void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
   const std::vector<unsigned char>& bytes() const noexcept { return bytes_; }
   std::uint64_t events_before() const noexcept { return events_before_; }

@@ -143,6 +143,52 @@ void put_error(std::vector<unsigned char>& out, const LogRecord& r) {
   if (r.error_category != ErrorCategory::kNone) put_varint(out, zigzag(r.error_value));
 }
 
+// The fixed-size fields of a message or send record (all but the payload bytes), encoded on the
+// stack: their longest form (new dictionary entries, 10-byte varints, a digest) fits.
+class FieldBuffer {
+ public:
+  void byte(std::uint8_t v) noexcept { bytes_[size_++] = v; }
+  void varint(std::uint64_t v) noexcept {
+    while (v >= 0x80) {
+      bytes_[size_++] = static_cast<unsigned char>(v | 0x80);
+      v >>= 7;
+    }
+    bytes_[size_++] = static_cast<unsigned char>(v);
+  }
+  // put_ref's and the type dictionary's encoding.
+  void ref(std::uint64_t index, std::size_t known_before, ActorRef ref) noexcept {
+    varint(index);
+    if (index == known_before) varint(ref.value());
+  }
+  void type(std::uint64_t index, std::size_t known_before, std::uint64_t type_id, Encoding encoding) noexcept {
+    varint(index);
+    if (index == known_before) {
+      varint(type_id);
+      byte(static_cast<std::uint8_t>(encoding));
+    }
+  }
+  // put_payload's encoding without the bytes, which follow it.
+  void payload_head(const LogRecord& r) noexcept {
+    varint(r.length);
+    byte((r.has_digest ? detail::recording::kHasDigest : 0) | (r.has_bytes ? detail::recording::kHasBytes : 0));
+    if (r.has_digest) {
+      detail::recording::store_fixed<std::uint64_t>(bytes_ + size_, r.digest);
+      size_ += 8;
+    }
+  }
+  // Appends the fields, then `size` bytes at `data`.
+  void append_to(std::vector<unsigned char>& out, const char* data, std::size_t size) {
+    out.insert(out.end(), bytes_, bytes_ + size_);
+    if (size != 0) out.insert(out.end(), data, data + size);
+  }
+
+ private:
+  // kind excluded: ref 2 varints, type 2 varints and a byte, length varint, flags, digest,
+  // result.
+  unsigned char bytes_[5 * 10 + 1 + 1 + 8 + 1 + 1 + 10];
+  std::size_t size_ = 0;
+};
+
 void put_payload(std::vector<unsigned char>& out, const LogRecord& r) {
   put_varint(out, r.length);
   const std::uint8_t flags = (r.has_digest ? detail::recording::kHasDigest : 0) |
@@ -165,17 +211,15 @@ void LogWriter::append(const LogRecord& r) {
     case RecordKind::kStopCall:
       break;
     case RecordKind::kMessage: {
+      // The commonest record: its fields are encoded on the stack and appended in one go, with
+      // the payload, rather than byte by byte (the bytes are the same).
+      FieldBuffer f;
       const std::size_t refs = refs_.size();
-      put_ref(out, ref_index(r.ref), refs, r.ref);
+      f.ref(ref_index(r.ref), refs, r.ref);
       const std::size_t types = types_.size();
-      const std::uint64_t t = type_index(r.type_id, r.encoding);
-      put_varint(out, t);
-      if (t == types) {
-        put_varint(out, r.type_id);
-        out.push_back(static_cast<unsigned char>(r.encoding));
-      }
-      put_varint(out, r.bytes.size());
-      out.insert(out.end(), r.bytes.begin(), r.bytes.end());
+      f.type(type_index(r.type_id, r.encoding), types, r.type_id, r.encoding);
+      f.varint(r.bytes.size());
+      f.append_to(out, r.bytes.data(), r.bytes.size());
       break;
     }
     case RecordKind::kTimer:
@@ -207,17 +251,20 @@ void LogWriter::append(const LogRecord& r) {
       put_fixed<std::uint64_t>(out, r.value[1]);
       break;
     case RecordKind::kSend: {
+      FieldBuffer f;
       const std::size_t refs = refs_.size();
-      put_ref(out, ref_index(r.ref), refs, r.ref);
+      f.ref(ref_index(r.ref), refs, r.ref);
       const std::size_t types = types_.size();
-      const std::uint64_t t = type_index(r.type_id, r.encoding);
-      put_varint(out, t);
-      if (t == types) {
-        put_varint(out, r.type_id);
-        out.push_back(static_cast<unsigned char>(r.encoding));
+      f.type(type_index(r.type_id, r.encoding), types, r.type_id, r.encoding);
+      if (r.has_bytes) {
+        f.payload_head(r);
+        f.append_to(out, r.bytes.data(), r.bytes.size());
+        out.push_back(r.result);
+      } else {
+        f.payload_head(r);
+        f.byte(r.result);
+        f.append_to(out, nullptr, 0);
       }
-      put_payload(out, r);
-      out.push_back(r.result);
       break;
     }
     case RecordKind::kSpawn:

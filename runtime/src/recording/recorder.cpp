@@ -8,8 +8,10 @@
 // event counter no longer matches the log's, and the next event anchors anew (file mode: in a
 // subdirectory restart-<k>/, so that each directory holds one consistent anchor and log).
 //
-// Blocks reach the sink at event boundaries only (when full, before a snapshot, at a failure,
-// on dump), so every block starts with the input record of an event or continues one.
+// Blocks reach the sink at event boundaries (when full, before a snapshot, at a failure, on
+// dump) and, during a long event, whenever the block is full (recording_host.h), so every block
+// starts with the input record of an event or continues one; a file segment only ever starts
+// with the former (log_sinks.h).
 //
 // Errors: whatever fails while recording (a full disk, an anchor that cannot be written) stops
 // the recording of this reactor, counts it, and says why on stderr. The reactor runs on
@@ -155,7 +157,7 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events) {
       checkpoint_.clear();
       VectorSink sink(checkpoint_);
       write_reactor_aside(c, sink);
-      ring_.reset(header_for(events));
+      ring_.reset(header_for(events), options_.ring_bytes + 2 * kLogBlockBytes);
     }
   } catch (const std::exception& e) {
     stop(c, std::string("cannot anchor the recording: ") + e.what());
@@ -169,6 +171,17 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events) {
 
 void ReactorRecorder::write_input(const Event& event) {
   LogRecord& r = input_;
+  if (event.kind == EventKind::kMessage) {
+    // The commonest input: LogWriter::append reads only these fields of a message record, so
+    // the record is not cleared field by field first.
+    r.kind = RecordKind::kMessage;
+    r.ref = event.message->sender();
+    r.type_id = event.message->type_id();
+    r.encoding = event.message->encoding();
+    r.bytes.assign(static_cast<const char*>(event.message->data()), event.message->size());
+    writer_.append(r);
+    return;
+  }
   r.clear();
   r.kind = static_cast<RecordKind>(event.kind);
   switch (event.kind) {
@@ -216,6 +229,17 @@ ReactorHost* ReactorRecorder::begin_event(const Event& event, LiveHost& live) {
 
 void ReactorRecorder::end_event(Cell* c) {
   if (stopped_ || !anchored_) return;
+  if (host_.failed()) [[unlikely]] {
+    stop(c, host_.take_failure());
+    return;
+  }
+  // The commonest end: nothing to append, no block to hand over, no checkpoint - and so nothing
+  // to allocate, which spares the heap scope.
+  if (!c->supervision.failed && options_.state_hash_every == 0 && writer_.pending_bytes() < kLogBlockBytes &&
+      (options_.mode != RecordingMode::kRing ||
+       ring_.bytes().size() + writer_.pending_bytes() <= options_.ring_bytes)) {
+    return;
+  }
   HeapScope system(nullptr);
   try {
     if (c->supervision.failed) {

@@ -19,6 +19,14 @@ LogRecord& RecordingHost::record(RecordKind kind) noexcept {
 void RecordingHost::append() {
   HeapScope system(nullptr);
   writer_.append(scratch_);
+  if (writer_.pending_bytes() >= kLogBlockBytes && failure_.empty()) [[unlikely]] {
+    try {
+      writer_.flush();
+    } catch (const std::exception& e) {
+      failure_ = e.what();
+      if (failure_.empty()) failure_ = "the log's sink failed";
+    }
+  }
 }
 
 void RecordingHost::payload(LogRecord& r, const void* data, std::size_t size) {

@@ -5,7 +5,16 @@
 // Records are written with no heap current: the log is process memory, never the reactor's heap
 // (the hook that calls us runs with the reactor's heap current). An operation that throws (a
 // spawn, a listen) is written with what it threw, and the exception goes on to the hook.
+//
+// A long event (a hook that sends a million messages) hands its block to the sink whenever the
+// block is full, rather than growing one block for the whole event: the format allows a block
+// to continue an event (RECORDING_FORMAT.md, "Blocks"). A sink that fails then does not throw
+// into the hook: the failure is kept, and the recorder stops the recording at the event's end
+// (failure()); no block is handed over after it.
 #pragma once
+
+#include <string>
+#include <utility>
 
 #include "../live_host.h"
 #include "reheap/recording.h"
@@ -41,6 +50,11 @@ class RecordingHost final : public ReactorHost {
   void close(SocketId socket) override;
   void set_no_delay(SocketId socket, bool on) override;
 
+  // What made a block handed over during the event fail ("" if nothing did); take_failure()
+  // returns it and forgets it.
+  bool failed() const noexcept { return !failure_.empty(); }
+  std::string take_failure() { return std::exchange(failure_, std::string()); }
+
   void count_unhandled() noexcept override { live_->count_unhandled(); }
   void count_decode_error() noexcept override { live_->count_decode_error(); }
 
@@ -55,6 +69,7 @@ class RecordingHost final : public ReactorHost {
   RecordedOutputs outputs_;
   LiveHost* live_ = nullptr;
   LogRecord scratch_;  // reused: its strings keep their capacity
+  std::string failure_;
 };
 
 }  // namespace reheap::detail::recording

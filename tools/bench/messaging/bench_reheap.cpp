@@ -12,6 +12,17 @@
 // `test=<test>-spin` so that they never mix with the default ones. `--batch N` (messages per
 // reactor turn) and `--pin` (RuntimeConfig::pin_workers: worker i on the i-th allowed CPU) are there to explore; they add -batch / -pin.
 //
+// `--record off|file|ring` records every reactor of the benchmark (RuntimeConfig::recording, so
+// runtime-wide; recording.h) with RecordedOutputs at its default (digests of what is sent):
+// file mode into a fresh directory made with mkdtemp under `--record-dir DIR` (default: $TMPDIR,
+// else /tmp), removed at exit; ring mode with the default ring size (kDefaultRingBytes) and no
+// directory. Runs print test=<test>-record-file / -record-ring. In file mode, after each
+// repetition every reactor has stopped (so its recorder has flushed), the sizes of the .rlog
+// files are summed into the NOTEs rlog_bytes_per_msg (all logs over the messages delivered: n for
+// oneway and fanin, 2n for pingpong), rlog_sink_bytes_per_msg (oneway/fanin: the receiver's log
+// alone, over n) and anchor_kib (the base-*.snap anchors), and the files are deleted before the
+// next repetition. The warm-up is recorded too.
+//
 // Where reactors run is ours to say (SpawnOptions::worker), unlike in CAF: the pair of pingpong
 // and oneway is put on workers 0 and 1, so every hand-over crosses threads; fanin spreads its
 // senders over both workers. NOTE lines give the runtime's wake-ups (eventfd writes to a sleeping
@@ -42,18 +53,25 @@
 // reactor's heap points only into itself, which matters only for snapshots; none is taken here.
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "messaging_bench.h"
+#include "reheap/recording.h"
 #include "reheap/runtime.h"
 
 namespace reheapbench {
@@ -113,6 +131,78 @@ void wait_all_stopped(Runtime& rt) {
 void note_wakeups(Runtime& rt, std::uint64_t before, std::uint64_t n) {
   msgbench::note("wakeups_per_1k",
                  1000.0 * static_cast<double>(rt.stats().wakeups - before) / static_cast<double>(n));
+}
+
+// ---- recording ---------------------------------------------------------------------------------
+
+// File mode's directory (empty when not recording to files): a mkdtemp directory, removed with
+// everything in it when the process ends normally. Declared before the Runtime in main, so that
+// it outlives the recorders the Runtime flushes at its end.
+class RecordDir {
+ public:
+  explicit RecordDir(const std::filesystem::path& parent) {
+    std::string pattern = (parent / "messaging_bench_record.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      fail("cannot create a directory under %s: %s", parent.c_str(), std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  ~RecordDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  RecordDir(const RecordDir&) = delete;
+  RecordDir& operator=(const RecordDir&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+const RecordDir* g_record_dir = nullptr;  // set in main when --record file
+
+struct RecordedBytes {
+  std::uintmax_t logs = 0;     // every .rlog file
+  std::uintmax_t sink = 0;     // the .rlog files of one reactor (`sink`)
+  std::uintmax_t anchors = 0;  // every .snap file
+};
+
+RecordedBytes recorded_bytes(ActorRef sink) {
+  RecordedBytes bytes;
+  const std::string sink_dir = "reactor-" + std::to_string(sink.value());
+  const std::filesystem::path& root = g_record_dir->path();
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (!entry.is_regular_file()) continue;
+    const std::filesystem::path& file = entry.path();
+    const std::uintmax_t size = entry.file_size();
+    if (file.extension() == ".snap") bytes.anchors += size;
+    if (file.extension() != ".rlog") continue;
+    bytes.logs += size;
+    // reactor-<ref>/log-*.rlog, or reactor-<ref>/restart-<k>/log-*.rlog
+    const std::filesystem::path relative = file.lexically_relative(root);
+    if (!relative.empty() && relative.begin()->string() == sink_dir) bytes.sink += size;
+  }
+  return bytes;
+}
+
+// File mode, after a repetition whose reactors have all stopped: notes the log sizes per message
+// delivered (`sink_messages` of them delivered to `sink`; 0: no sink note) and empties the
+// directory for the next repetition.
+void account_recording(std::uint64_t messages, ActorRef sink, std::uint64_t sink_messages) {
+  if (g_record_dir == nullptr) return;
+  const RecordedBytes bytes = recorded_bytes(sink);
+  msgbench::note("rlog_bytes_per_msg",
+                 static_cast<double>(bytes.logs) / static_cast<double>(messages));
+  if (sink_messages > 0) {
+    msgbench::note("rlog_sink_bytes_per_msg",
+                   static_cast<double>(bytes.sink) / static_cast<double>(sink_messages));
+  }
+  msgbench::note("anchor_kib", static_cast<double>(bytes.anchors) / 1024.0);
+  for (const auto& entry : std::filesystem::directory_iterator(g_record_dir->path())) {
+    std::filesystem::remove_all(entry.path());
+  }
 }
 
 // ---- pingpong ----------------------------------------------------------------------------------
@@ -190,6 +280,7 @@ double run_pingpong(Runtime& rt, std::uint64_t n) {
   rt.stop(pong);
   wait_stopped(rt, ping, "the pinger");
   wait_stopped(rt, pong, "the ponger");
+  account_recording(2 * n, ActorRef{}, 0);
   return msgbench::seconds_between(result.start, result.end);
 }
 
@@ -278,6 +369,7 @@ double run_stream(Runtime& rt, std::uint64_t n, std::uint64_t senders) {
   rt.stop(sink);
   for (ActorRef source : sources) wait_stopped(rt, source, "a source");
   wait_stopped(rt, sink, "the sink");
+  account_recording(n, sink, n);
   return msgbench::seconds_between(result.start, result.end);
 }
 
@@ -372,6 +464,8 @@ int main(int argc, char** argv) {
   const char* spin_text = msgbench::take_value(argc, argv, "--spin");
   const char* batch_text = msgbench::take_value(argc, argv, "--batch");
   const bool pin = msgbench::take_flag(argc, argv, "--pin");
+  const char* record_text = msgbench::take_value(argc, argv, "--record");
+  const char* record_dir_text = msgbench::take_value(argc, argv, "--record-dir");
   const msgbench::Options options = msgbench::parse_options(
       argc, argv, "reheap",
       "reheap options (each one names a variant: RESULT lines then say, e.g.,\n"
@@ -380,11 +474,48 @@ int main(int argc, char** argv) {
       "              (RuntimeConfig::spin; default 0)\n"
       "  --batch N   messages a reactor handles per turn (RuntimeConfig::batch; default: the\n"
       "              runtime's)\n"
-      "  --pin       pin worker i to the i-th allowed CPU (default: unpinned, like CAF)\n");
+      "  --pin       pin worker i to the i-th allowed CPU (default: unpinned, like CAF)\n"
+      "  --record off|file|ring\n"
+      "              record every reactor (RuntimeConfig::recording, outputs as digests):\n"
+      "              file: logs in a temporary directory, removed at exit, and NOTEs of the\n"
+      "              log bytes per message; ring: in memory, default ring size (default: off)\n"
+      "  --record-dir DIR\n"
+      "              file mode: where the temporary directory goes (default: $TMPDIR or /tmp)\n");
   const long spin_us = reheapbench::parse_knob("--spin", spin_text, 0, 1'000'000);
   const long batch = reheapbench::parse_knob("--batch", batch_text, 1, 1'000'000'000);
 
+  reheap::RecordingMode record = reheap::RecordingMode::kOff;
+  if (record_text != nullptr) {
+    if (std::strcmp(record_text, "file") == 0) {
+      record = reheap::RecordingMode::kFile;
+    } else if (std::strcmp(record_text, "ring") == 0) {
+      record = reheap::RecordingMode::kRing;
+    } else if (std::strcmp(record_text, "off") != 0) {
+      std::fprintf(stderr, "messaging_bench_reheap: --record wants off, file or ring, not '%s'\n",
+                   record_text);
+      return 2;
+    }
+  }
+  // Declared before the Runtime, so that it outlives the recorders' last blocks.
+  std::optional<reheapbench::RecordDir> file_dir;
+  if (record == reheap::RecordingMode::kFile) {
+    std::filesystem::path parent;
+    if (record_dir_text != nullptr) {
+      parent = record_dir_text;
+    } else if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') {
+      parent = tmp;
+    } else {
+      parent = "/tmp";
+    }
+    file_dir.emplace(parent);
+    reheapbench::g_record_dir = &*file_dir;
+  }
+
   reheap::RuntimeConfig config{.workers = 2};
+  if (record != reheap::RecordingMode::kOff) {
+    config.recording.mode = record;  // outputs, ring size: RecordingOptions' defaults
+    if (file_dir) config.recording.directory = file_dir->path();
+  }
   config.spin = std::chrono::microseconds(spin_us);
   config.pin_workers = pin;
   if (batch_text != nullptr) config.batch = static_cast<std::uint32_t>(batch);
@@ -392,6 +523,8 @@ int main(int argc, char** argv) {
   if (spin_us > 0) variant += "-spin";
   if (batch_text != nullptr) variant += "-batch";
   if (pin) variant += "-pin";
+  if (record == reheap::RecordingMode::kFile) variant += "-record-file";
+  if (record == reheap::RecordingMode::kRing) variant += "-record-ring";
   if (!variant.empty()) msgbench::set_variant(variant.c_str() + 1);
   reheap::Runtime rt(std::move(config));
   if (rt.workers() != 2) msgbench::fail("the runtime has %d workers, not 2", rt.workers());
