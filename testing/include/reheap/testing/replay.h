@@ -37,8 +37,8 @@
 // done next is unknown) and questions the log does not answer get the TestRuntime's answers.
 // A hook that throws on an event that did not fail in the recording is a Divergence.
 //
-// After the log. A replay whose log is exhausted can hand its reactor to a TestRuntime
-// (continue_in): from there on the test sends it messages, advances the virtual clock to fire its
+// After the log. A replay can hand its reactor to a TestRuntime (continue_in), at the end of the
+// log or before it (the events after position() are then not delivered): from there on the test sends it messages, advances the virtual clock to fire its
 // timers and delivers socket events with the TestRuntime's own operations, and the outputs go to
 // that runtime. Timers the reactor had armed at the end of the log are re-armed there with their
 // full delay from the hand-over (the log does not say how much of it had run); the children it
@@ -211,9 +211,9 @@ class Replay {
   const std::vector<ReplayedSend>& sends() const noexcept;  // every send replayed so far
 
   // ---- after the log ----
-  // Hands the reactor to `runtime` under its recorded reference (see "After the log"); the replay
-  // is then empty (reactor_base() throws std::logic_error). Throws std::logic_error if the log is
-  // not exhausted or the reactor failed.
+  // Hands the reactor, as it stands at position(), to `runtime` under its recorded reference (see
+  // "After the log"); the replay is then empty (reactor_base() throws std::logic_error). Throws
+  // std::logic_error if the replay stopped at a divergence or a failure.
   ActorRef continue_in(TestRuntime& runtime);
 
  private:
