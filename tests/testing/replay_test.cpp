@@ -248,6 +248,29 @@ TEST(Replay, AStateDivergenceListsThePagesThatDifferFromTheRecordedSnapshotAfter
   }
 }
 
+TEST(Replay, ARingRecordingDumpedFromTheRuntimeReplaysToWhereItWasDumped) {
+  TempDir dir;
+  const std::filesystem::path dump = dir.path() / "dump";
+  {
+    reheap::RuntimeConfig config;
+    config.workers = 2;
+    reheap::Runtime rt(config);
+    reheap::SpawnOptions options;
+    options.recording = file_recording({});
+    options.recording.mode = reheap::RecordingMode::kRing;
+    const ActorRef r = rt.spawn<ClockKeeper>(options);
+    rt.send(r, Hello{1});
+    rt.send(r, Hello{3});
+    ASSERT_TRUE(rt.wait_idle());
+    EXPECT_EQ(rt.dump_recording(r, dump), dump);
+    rt.send(r, Hello{4});  // after the dump: not in it
+  }
+  Replay replay = Replay::open(dump);
+  EXPECT_EQ(replay.anchor_events(), 0u);
+  EXPECT_EQ(replay.recorded_events(), 3u);  // on_start, Hello 1, Hello 3
+  EXPECT_EQ(replay.run(), 3u);
+}
+
 // ---- logs that cannot be replayed ----
 
 std::filesystem::path only_log_file(const std::filesystem::path& recording) {
