@@ -44,9 +44,9 @@
 // A hook that throws on an event that did not fail in the recording is a Divergence.
 //
 // After the log. A replay can hand its reactor to a TestRuntime (continue_in), at the end of the
-// log or before it (the events after position() are then not delivered): from there on the test sends it messages, advances the virtual clock to fire its
-// timers and delivers socket events with the TestRuntime's own operations, and the outputs go to
-// that runtime. Timers the reactor had armed at the end of the log are re-armed there with their
+// log or before it (the events after position() are then not delivered): from there on the test
+// sends it messages, advances the virtual clock to fire its timers and delivers socket events
+// with the TestRuntime's own operations, and the outputs go to that runtime. Timers the reactor had armed at the end of the log are re-armed there with their
 // full delay from the hand-over (the log does not say how much of it had run); the children it
 // spawned during the recording do not exist there (sends to them answer kNoSuchReactor).
 //
@@ -63,6 +63,10 @@
 // written by another build of the program is replayed (a fixed build must replay the recording of
 // the broken one) and reported: recorded_by_build() vs program_build_id() and a line in warnings();
 // ReplayOptions::refuse_other_build turns it into RecordingError kMismatch.
+//
+// Addresses: a restored heap comes back at its recorded addresses, so a process holds one heap of
+// a recording at a time: a replay in the recording process needs the recorded reactor gone (its
+// runtime shut down), and two Replays of one recording cannot be open at once (restore says so).
 //
 // Threading: a Replay and its reactor belong to the thread that opened it.
 #pragma once
