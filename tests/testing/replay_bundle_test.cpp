@@ -106,6 +106,35 @@ TEST(ReplayCrashBundle, AFixedReactorPassesTheSameRecording) {
   EXPECT_EQ(replay.reactor<Fragile>().orders().size(), 3u);
 }
 
+TEST(ReplayCrashBundle, AReactorRestartedAfterTheFailureIsReplayedFromItsNewAnchor) {
+  TempDir dir;
+  std::filesystem::path reactor_dir;
+  {
+    reheap::RuntimeConfig config;
+    config.workers = 2;
+    reheap::Runtime rt(config);
+    reheap::SpawnOptions options;
+    options.policy = reheap::SupervisionPolicy::kRestart;
+    options.recording = file_recording(dir.path());
+    const ActorRef r = rt.spawn<Fragile>(options);
+    for (std::uint32_t n : {1u, 2u, 3u, 0u, 7u}) EXPECT_EQ(rt.send(r, Order{n}), reheap::SendResult::kOk);
+    EXPECT_TRUE(rt.wait_idle());
+    reactor_dir = recording_of(dir.path(), r);
+  }
+  ASSERT_TRUE(std::filesystem::exists(reactor_dir / "crash-5" / "manifest.json"));
+  // The first incarnation's recording ends with the failure; the restarted one has its own.
+  {
+    Replay first = Replay::open(reactor_dir);
+    EXPECT_EQ(first.failing_event(), std::optional<std::uint64_t>(5));
+    EXPECT_THROW(first.run(), ReplayedFailure);
+  }  // its heap goes: a process holds one heap of a recording at a time
+  Replay restarted = Replay::open(reactor_dir / "restart-1");
+  EXPECT_EQ(restarted.anchor_events(), 1u);  // restored from the checkpoint after on_start
+  EXPECT_EQ(restarted.events().front().kind, reheap::EventKind::kRestored);
+  restarted.run();
+  EXPECT_EQ(restarted.reactor<Fragile>().orders(), (std::vector<std::uint32_t>{70}));
+}
+
 TEST(ReplayCrashBundle, ReplayMainIfAskedReplaysTheBundleNamedByTheEnvironment) {
   TempDir dir;
   const std::filesystem::path bundle = record_crash(dir.path());
