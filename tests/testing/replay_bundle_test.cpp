@@ -214,6 +214,15 @@ TEST(ReplaySeek, GoesToAnyEventFromTheNearestSnapshotAndSaysHowLongItTook) {
   options.snapshots = run.snapshots;
   Replay replay = Replay::open(run.recording, options);
   const std::uint64_t last = replay.recorded_events();
+  // The snapshots were taken after on_start and before the end: the first seek starts from one.
+  replay.seek(last - 1);
+  ASSERT_TRUE(replay.last_seek_restored().has_value());
+  EXPECT_GT(*replay.last_seek_restored(), 0u);
+  EXPECT_LT(*replay.last_seek_restored(), last);
+  replay.seek(last);  // one step on: no snapshot is nearer than where it stands
+  EXPECT_FALSE(replay.last_seek_restored().has_value());
+  replay.seek(0);  // the anchor
+  EXPECT_EQ(replay.last_seek_restored(), std::optional<std::uint64_t>(0));
   // Forward, back, to the anchor itself, and back to the end: each lands on its event, with the
   // state of that event (every heap digest on the way is compared, as in a plain run).
   for (const std::uint64_t target : {last - 1, std::uint64_t{10}, std::uint64_t{250}, std::uint64_t{0}, last}) {

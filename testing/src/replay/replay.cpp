@@ -238,6 +238,7 @@ const std::vector<std::string>& Replay::warnings() const noexcept { return impl_
 std::uint64_t Replay::position() const noexcept { return impl_->position; }
 bool Replay::at_end() const noexcept { return impl_->position >= impl_->log.last_index(); }
 std::chrono::nanoseconds Replay::last_seek_duration() const noexcept { return impl_->last_seek; }
+std::optional<std::uint64_t> Replay::last_seek_restored() const noexcept { return impl_->last_seek_restored; }
 const std::vector<ReplayedSend>& Replay::sends() const noexcept { return impl_->host->sends(); }
 
 Reactor& Replay::reactor_base() {
@@ -301,7 +302,11 @@ void Replay::seek(std::uint64_t event) {
   // Going forward from where the replay stands beats a restore when no snapshot is nearer.
   const bool forward = impl_->reactor != nullptr && impl_->stopped.empty() && impl_->position <= event &&
                        impl_->position >= best->events;
-  if (!forward) impl_->restore(*best);
+  impl_->last_seek_restored.reset();
+  if (!forward) {
+    impl_->restore(*best);
+    impl_->last_seek_restored = best->events;
+  }
   run_to(event);
   impl_->last_seek = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began);
 }

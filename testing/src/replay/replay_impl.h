@@ -43,6 +43,7 @@ struct Replay::Impl {
   std::optional<std::uint64_t> last_state_match;  // the last event whose digest compared equal
   std::string stopped;  // why step() refuses: a divergence or a failure happened ("" if none)
   std::chrono::nanoseconds last_seek{0};
+  std::optional<std::uint64_t> last_seek_restored;
 
   // Destroys the current heap (if any) and restores `start`, then makes its outside state (saved
   // timers and sockets) the host's, as a worker does when it anchors a recording.

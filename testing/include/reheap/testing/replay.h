@@ -211,6 +211,9 @@ class Replay {
   // Restores the nearest snapshot at or before `event` and replays forward to it.
   void seek(std::uint64_t event);
   std::chrono::nanoseconds last_seek_duration() const noexcept;
+  // The event count of the snapshot the last seek restored; nullopt when it went forward from
+  // where the replay stood (no snapshot was nearer), or before any seek.
+  std::optional<std::uint64_t> last_seek_restored() const noexcept;
 
   // ---- the reactor between steps ----
   template <class R>
