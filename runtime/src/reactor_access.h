@@ -19,6 +19,8 @@ struct ReactorAccess {
   static ActorRef& self(Reactor& r) noexcept { return r.self_; }
   static TimerId next_timer(Reactor& r) noexcept { return r.next_timer_++; }
   static SocketId next_socket(Reactor& r) noexcept { return r.next_socket_++; }
+  // A replay sets the counter from the recorded socket ids rather than minting them.
+  static SocketId& socket_counter(Reactor& r) noexcept { return r.next_socket_; }
   static std::vector<Reactor::SavedTimer>& saved_timers(Reactor& r) noexcept {
     return r.saved_timers_;
   }

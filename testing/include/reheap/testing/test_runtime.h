@@ -228,6 +228,7 @@ class TestRuntime {
   const std::vector<ReactorFailure>& failures() const noexcept;
 
  private:
+  friend class Replay;  // Replay::continue_in hands a replayed reactor over
   struct Impl;
   void run_until_received(ActorRef probe, std::uint64_t type_id, std::chrono::nanoseconds timeout);
   void retire(ActorRef ref);  // stops `ref` without on_stop and destroys its heap

@@ -1,0 +1,22 @@
+// Readable text for a replay's reports: an answer or output record as the recording holds it or
+// as the replayed hook made it, payloads included (msgpack decoded and printed as JSON-like text,
+// raw bytes in hex), so that a Divergence reads as "expected this, got that".
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "reheap/message.h"
+#include "reheap/recording_log.h"
+
+namespace reheap::testing::detail {
+
+// "send to reactor 5: type 0x…, msgpack, 12 bytes: [1, \"abc\"] -> kOk", "now()", ...
+// `with_answer`: append what the runtime answered (a recorded record has it; an actual call's
+// record does not yet).
+std::string describe_record(const LogRecord& record, bool with_answer);
+
+// A payload as text: msgpack decoded, raw and system bytes in hex (at most 64 of them shown).
+std::string render_payload(Encoding encoding, const void* data, std::size_t size);
+
+}  // namespace reheap::testing::detail

@@ -1,0 +1,330 @@
+// Replay: opening a recording, its snapshots, seeking, and the hand-over to a TestRuntime (see
+// replay.h). Delivering events and reporting divergences is replay_step.cpp's.
+#include "reheap/testing/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "crash_manifest.h"
+#include "reactor_access.h"    // runtime/src
+#include "reactor_snapshot.h"  // runtime/src: reactor_of
+#include "replay_impl.h"
+#include "reheap/heap_scope.h"
+#include "reheap/program_layout.h"
+#include "reheap/snapshot.h"
+#include "reheap/snapshot_file.h"
+#include "../test_runtime_impl.h"
+
+namespace reheap::testing {
+
+using reheap::detail::ReactorAccess;
+
+namespace {
+
+// The base-<n>.snap with the largest n in `directory`, or "" if none.
+std::filesystem::path newest_anchor(const std::filesystem::path& directory) {
+  std::filesystem::path best;
+  std::uint64_t best_n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= 10 || name.rfind("base-", 0) != 0 || name.substr(name.size() - 5) != ".snap") continue;
+    const std::string digits = name.substr(5, name.size() - 10);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::uint64_t n = std::stoull(digits);
+    if (best.empty() || n > best_n) {
+      best = entry.path();
+      best_n = n;
+    }
+  }
+  return best;
+}
+
+std::string hex(std::uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+// Restores `file` only to read which reactor, recording and event count it holds.
+detail::StartPoint probe_snapshot(const std::filesystem::path& file, const LogHeader& log,
+                                  const std::filesystem::path& log_where) {
+  const HeapScope system(nullptr);
+  HeapPtr heap = reheap::restore(file);
+  Reactor& r = *reheap::detail::reactor_of(*heap, file);
+  const std::uint64_t recording = ReactorAccess::recording_id(r);
+  const ActorRef self = ReactorAccess::self(r);
+  if (recording != log.recording_id || self != log.actor) {
+    throw RecordingError(RecordingErrc::kMismatch, file, ReactorAccess::events(r),
+                         "the snapshot is not of this recording: it holds reactor " + std::to_string(self.value()) +
+                             " of recording " + hex(recording) + ", the log " + log_where.string() +
+                             " is of reactor " + std::to_string(log.actor.value()) + ", recording " +
+                             hex(log.recording_id));
+  }
+  return detail::StartPoint{file, ReactorAccess::events(r)};
+}
+
+}  // namespace
+
+const char* to_string(DivergenceKind kind) noexcept {
+  switch (kind) {
+    case DivergenceKind::kOutput:
+      return "another output or question than the recorded one";
+    case DivergenceKind::kMissingOutput:
+      return "a recorded output or question did not happen";
+    case DivergenceKind::kExtraOutput:
+      return "an output or question the recording does not have";
+    case DivergenceKind::kState:
+      return "the heap differs from the recorded one";
+    case DivergenceKind::kFailure:
+      return "the hook threw where the recorded one did not";
+  }
+  return "?";
+}
+
+Divergence::Divergence(DivergenceKind kind, std::uint64_t event, EventKind event_kind, std::string expected,
+                       std::string actual, const std::string& report)
+    : std::runtime_error(report),
+      kind_(kind),
+      event_(event),
+      event_kind_(event_kind),
+      expected_(std::move(expected)),
+      actual_(std::move(actual)) {}
+
+Replay::Replay(std::unique_ptr<Impl> impl) noexcept : impl_(std::move(impl)) {}
+Replay::~Replay() {
+  if (impl_ && impl_->heap) {
+    // Region-style, as a TestRuntime's failed reactors go: the heap is freed whole, and no
+    // destructor of the reactor runs (it might send, and nothing leaves a replay).
+    const HeapScope system(nullptr);
+    impl_->heap.reset();
+  }
+}
+Replay::Replay(Replay&&) noexcept = default;
+Replay& Replay::operator=(Replay&&) noexcept = default;
+
+Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& options) {
+  const HeapScope system(nullptr);
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->options = options;
+  if (!std::filesystem::is_directory(path)) {
+    throw RecordingError(RecordingErrc::kNotARecording, path, 0,
+                         "not a recording directory (reactor-<ref>/ with base-<n>.snap and log-*.rlog) nor a "
+                         "crash bundle (crash-<event>/)");
+  }
+  std::optional<detail::BundleManifest> manifest;
+  if (std::filesystem::exists(path / "manifest.json")) manifest = detail::read_bundle_manifest(path / "manifest.json");
+
+  std::filesystem::path anchor = options.anchor;
+  if (anchor.empty()) anchor = manifest ? path / manifest->anchor : newest_anchor(path);
+  if (anchor.empty() || !std::filesystem::exists(anchor)) {
+    throw RecordingError(RecordingErrc::kNotARecording, anchor.empty() ? path : anchor, 0,
+                         "the recording has no anchor snapshot (base-<n>.snap)");
+  }
+  impl->log = detail::read_recorded_log(path);
+  const LogHeader& header = impl->log.header;
+
+  if (header.build_id != program_build_id()) {
+    const std::string difference = "the log was recorded by build " +
+                                   (header.build_id.empty() ? std::string("(none)") : header.build_id) +
+                                   ", this program is build " +
+                                   (program_build_id().empty() ? std::string("(none)") : program_build_id());
+    if (options.refuse_other_build) {
+      throw RecordingError(RecordingErrc::kMismatch, path, header.events_before,
+                           difference + " (ReplayOptions::refuse_other_build is set)");
+    }
+    impl->warnings.push_back(difference + ": replayed anyway (the anchor is relocated to this build; a replay "
+                                          "of a changed program may diverge)");
+  }
+
+  // The anchor first: it must be the snapshot the log continues.
+  const detail::StartPoint first = probe_snapshot(anchor, header, path);
+  if (first.events < header.events_before || first.events > impl->log.last_index()) {
+    throw RecordingError(RecordingErrc::kMismatch, anchor, first.events,
+                         "the snapshot holds the reactor after event " + std::to_string(first.events) +
+                             ", the log " + path.string() + " holds events " +
+                             std::to_string(header.events_before + 1) + " to " +
+                             std::to_string(impl->log.last_index()));
+  }
+  impl->starts.push_back(first);
+  for (const std::filesystem::path& file : options.snapshots) {
+    const detail::StartPoint p = probe_snapshot(file, header, path);
+    if (p.events < header.events_before || p.events > impl->log.last_index()) {
+      throw RecordingError(RecordingErrc::kMismatch, file, p.events,
+                           "the snapshot holds the reactor after event " + std::to_string(p.events) +
+                               ", outside the log's events " + std::to_string(header.events_before + 1) + " to " +
+                               std::to_string(impl->log.last_index()));
+    }
+    impl->starts.push_back(p);
+  }
+  std::stable_sort(impl->starts.begin(), impl->starts.end(),
+                   [](const detail::StartPoint& a, const detail::StartPoint& b) { return a.events < b.events; });
+
+  for (const detail::RecordedLogEvent& e : impl->log.events) {
+    RecordedEvent r;
+    r.index = e.index;
+    r.kind = static_cast<EventKind>(e.input.kind);
+    r.sender = e.input.kind == RecordKind::kMessage ? e.input.ref : ActorRef();
+    r.type_id = e.input.type_id;
+    r.timer = e.input.kind == RecordKind::kTimer ? e.input.id : 0;
+    r.socket = e.input.kind == RecordKind::kTimer ? 0 : e.input.id;
+    r.failed = e.failed;
+    if (e.failed && !impl->failing_event) impl->failing_event = e.index;
+    impl->events.push_back(r);
+  }
+
+  // State digests are comparable only where the heap's program pointers are the recording's.
+  const bool has_digests = std::any_of(impl->log.events.begin(), impl->log.events.end(),
+                                       [](const detail::RecordedLogEvent& e) { return e.state_digest.has_value(); });
+  if (!has_digests) {
+    impl->state_note = "the recording has no state digests (RecordingOptions::state_hash_every was 0)";
+  } else if (!options.check_state) {
+    impl->state_note = "state digests are not compared (ReplayOptions::check_state is off)";
+  } else {
+    const std::string layout =
+        layout_difference(read_snapshot_header(anchor).layout, current_program_layout(), LayoutCheck::kStrict);
+    if (layout.empty()) {
+      impl->compare_state = true;
+    } else {
+      impl->state_note =
+          "state digests are not compared: this program is not laid out as the recording one was, so the "
+          "restored heap's pointers into the program were relocated and its digest cannot match (" +
+          layout + ")";
+      impl->warnings.push_back(impl->state_note);
+    }
+  }
+
+  impl->host = std::make_unique<detail::ReplayHost>();
+  impl->restore(first);
+  return Replay(std::move(impl));
+}
+
+void Replay::Impl::restore(const detail::StartPoint& start) {
+  const HeapScope system(nullptr);
+  reactor = nullptr;
+  heap.reset();
+  heap = reheap::restore(start.file);
+  reactor = reheap::detail::reactor_of(*heap, start.file);
+  position = ReactorAccess::events(*reactor);
+  stopped.clear();
+  last_state_match.reset();
+  // What a worker writes into the heap for a snapshot and clears after it: the armed timers are
+  // the replay host's now (the log says when they fire), the sockets are gone.
+  std::map<TimerId, detail::ArmedTimer>& armed = host->armed_timers();
+  armed.clear();
+  for (const ReactorAccess::SavedTimer& t : ReactorAccess::saved_timers(*reactor)) {
+    armed[t.id] = detail::ArmedTimer{std::chrono::nanoseconds(t.due_in_ns), std::chrono::nanoseconds(t.period_ns)};
+  }
+  {
+    const HeapScope in_heap(*heap);
+    ReactorAccess::saved_timers(*reactor).clear();
+    ReactorAccess::saved_sockets(*reactor).clear();
+  }
+  std::vector<ReplayedSend>& sends = host->sends();
+  std::erase_if(sends, [&](const ReplayedSend& s) { return s.event > position; });
+}
+
+ActorRef Replay::reactor_ref() const noexcept { return impl_->log.header.actor; }
+std::uint64_t Replay::recording_id() const noexcept { return impl_->log.header.recording_id; }
+const std::string& Replay::recorded_by_build() const noexcept { return impl_->log.header.build_id; }
+bool Replay::same_build() const noexcept { return impl_->log.header.build_id == program_build_id(); }
+std::uint64_t Replay::anchor_events() const noexcept { return impl_->log.header.events_before; }
+std::uint64_t Replay::recorded_events() const noexcept { return impl_->log.last_index(); }
+const std::vector<RecordedEvent>& Replay::events() const noexcept { return impl_->events; }
+std::optional<std::uint64_t> Replay::failing_event() const noexcept { return impl_->failing_event; }
+bool Replay::compares_state() const noexcept { return impl_->compare_state; }
+const std::vector<std::string>& Replay::warnings() const noexcept { return impl_->warnings; }
+std::uint64_t Replay::position() const noexcept { return impl_->position; }
+bool Replay::at_end() const noexcept { return impl_->position >= impl_->log.last_index(); }
+std::chrono::nanoseconds Replay::last_seek_duration() const noexcept { return impl_->last_seek; }
+const std::vector<ReplayedSend>& Replay::sends() const noexcept { return impl_->host->sends(); }
+
+Reactor& Replay::reactor_base() {
+  if (impl_->reactor == nullptr) {
+    throw std::logic_error("reheap::testing::Replay: the reactor was handed over to a TestRuntime (continue_in)");
+  }
+  return *impl_->reactor;
+}
+
+Heap& Replay::heap() {
+  reactor_base();
+  return *impl_->heap;
+}
+
+bool Replay::step() {
+  if (impl_->reactor == nullptr) reactor_base();
+  if (!impl_->stopped.empty()) {
+    throw std::logic_error("reheap::testing::Replay: stopped at event " + std::to_string(impl_->position) + " (" +
+                           impl_->stopped + "); seek() back to replay again");
+  }
+  if (at_end()) return false;
+  impl_->deliver_next();
+  return true;
+}
+
+std::uint64_t Replay::run() {
+  std::uint64_t n = 0;
+  while (step()) ++n;
+  return n;
+}
+
+void Replay::run_to(std::uint64_t event) {
+  if (event > recorded_events()) {
+    throw std::out_of_range("reheap::testing::Replay::run_to(" + std::to_string(event) + "): the log ends at event " +
+                            std::to_string(recorded_events()));
+  }
+  if (event < impl_->position) {
+    throw std::logic_error("reheap::testing::Replay::run_to(" + std::to_string(event) + "): the replay is at event " +
+                           std::to_string(impl_->position) + " already; seek() goes back");
+  }
+  while (impl_->position < event) step();
+}
+
+bool Replay::run_until(const std::function<bool()>& pred) {
+  for (;;) {
+    if (pred()) return true;
+    if (!step()) return pred();
+  }
+}
+
+void Replay::seek(std::uint64_t event) {
+  const auto began = std::chrono::steady_clock::now();
+  if (event < impl_->starts.front().events || event > recorded_events()) {
+    throw std::out_of_range("reheap::testing::Replay::seek(" + std::to_string(event) + "): the replay can reach events " +
+                            std::to_string(impl_->starts.front().events) + " to " + std::to_string(recorded_events()));
+  }
+  const detail::StartPoint* best = &impl_->starts.front();
+  for (const detail::StartPoint& s : impl_->starts) {
+    if (s.events <= event) best = &s;
+  }
+  // Going forward from where the replay stands beats a restore when no snapshot is nearer.
+  const bool forward = impl_->reactor != nullptr && impl_->stopped.empty() && impl_->position <= event &&
+                       impl_->position >= best->events;
+  if (!forward) impl_->restore(*best);
+  run_to(event);
+  impl_->last_seek = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - began);
+}
+
+ActorRef Replay::continue_in(TestRuntime& runtime) {
+  reactor_base();
+  if (!impl_->stopped.empty()) {
+    throw std::logic_error("reheap::testing::Replay::continue_in: the replay stopped (" + impl_->stopped +
+                           "): the reactor's state is not the recorded one");
+  }
+  const HeapScope system(nullptr);
+  TestRuntime::Impl& rt = *runtime.impl_;
+  const ActorRef ref = rt.admit(std::move(impl_->heap), impl_->reactor, SpawnOptions{}, true);
+  // admit() readies a restored reactor for on_restored; this one is live, mid-run.
+  detail::Entry& entry = *rt.find(ref);
+  entry.state = detail::ReactorState::kLive;
+  entry.restored = false;
+  rt.starts.erase(std::find(rt.starts.begin(), rt.starts.end(), ref));
+  for (const auto& [id, timer] : impl_->host->armed_timers()) {
+    rt.timers.insert(detail::Timer{rt.clock.elapsed() + timer.delay, id, ref, timer.period});
+  }
+  impl_->reactor = nullptr;
+  return ref;
+}
+
+}  // namespace reheap::testing

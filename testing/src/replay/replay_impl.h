@@ -1,0 +1,56 @@
+// Replay::Impl: what an open replay holds (see replay.h): the log read whole, the snapshots it
+// may start from, the restored heap and its reactor, the replay host, and where it stands.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recorded_log.h"
+#include "replay_host.h"
+#include "reheap/heap.h"
+#include "reheap/testing/replay.h"
+
+namespace reheap::testing {
+
+namespace detail {
+
+// A snapshot a replay can restore: the anchor or one of ReplayOptions::snapshots.
+struct StartPoint {
+  std::filesystem::path file;
+  std::uint64_t events = 0;  // the reactor's event count in it
+};
+
+}  // namespace detail
+
+struct Replay::Impl {
+  std::filesystem::path path;  // what open() was given
+  ReplayOptions options;
+  detail::RecordedLog log;
+  std::vector<detail::StartPoint> starts;  // ascending by events; the anchor among them
+  std::vector<RecordedEvent> events;
+  std::optional<std::uint64_t> failing_event;
+  std::vector<std::string> warnings;
+  bool compare_state = false;
+  std::string state_note;  // why state digests are not compared, if they are not
+
+  HeapPtr heap;
+  Reactor* reactor = nullptr;
+  std::unique_ptr<detail::ReplayHost> host;
+  std::uint64_t position = 0;
+  std::optional<std::uint64_t> last_state_match;  // the last event whose digest compared equal
+  std::string stopped;  // why step() refuses: a divergence or a failure happened ("" if none)
+  std::chrono::nanoseconds last_seek{0};
+
+  // Destroys the current heap (if any) and restores `start`, then makes its outside state (saved
+  // timers and sockets) the host's, as a worker does when it anchors a recording.
+  void restore(const detail::StartPoint& start);
+  // Delivers the event after `position` (which must exist). Throws Divergence, ReplayedFailure.
+  void deliver_next();
+  [[noreturn]] void throw_divergence(const detail::DivergenceNote& note, const detail::RecordedLogEvent& e);
+  std::string state_line() const;
+};
+
+}  // namespace reheap::testing

@@ -1,0 +1,64 @@
+// replay_main_if_asked: a program replays a crash bundle in place of its usual work when
+// `reheap-snap replay` starts it so (see replay.h). The program is the one whose reactor types
+// the bundle's heap needs; reheap-snap has none of them, which is why it asks the program.
+//
+// The protocol with reheap-snap: REHEAP_REPLAY names the bundle; REHEAP_REPLAY_REPORT, if set,
+// names a file this writes "replaying" to first and the exit status last, so that reheap-snap can
+// tell a program that replayed (and how it ended) from one that ignored the request and ran as
+// usual (it does not call this function).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "reheap/heap_scope.h"
+#include "reheap/recording_log.h"
+#include "reheap/testing/replay.h"
+
+namespace reheap::testing {
+namespace {
+
+void report(const char* file, const std::string& line) {
+  if (file == nullptr || *file == '\0') return;
+  std::ofstream out(file, std::ios::app);
+  out << line << '\n';
+}
+
+}  // namespace
+
+std::optional<int> replay_main_if_asked(int argc, char** argv) {
+  const char* bundle = std::getenv("REHEAP_REPLAY");
+  if (bundle == nullptr || *bundle == '\0') return std::nullopt;
+  const char* report_file = std::getenv("REHEAP_REPLAY_REPORT");
+  report(report_file, "replaying");
+  const char* program = argc > 0 ? argv[0] : "this program";
+  const HeapScope system(nullptr);
+  int status = 0;
+  try {
+    Replay replay = Replay::open(bundle);
+    std::printf("%s: replaying %s: reactor %llu, events %llu to %llu, recorded by build %s (this is build %s)\n",
+                program, bundle, static_cast<unsigned long long>(replay.reactor_ref().value()),
+                static_cast<unsigned long long>(replay.anchor_events() + 1),
+                static_cast<unsigned long long>(replay.recorded_events()),
+                replay.recorded_by_build().empty() ? "(none)" : replay.recorded_by_build().c_str(),
+                program_build_id().empty() ? "(none)" : program_build_id().c_str());
+    for (const std::string& w : replay.warnings()) std::printf("warning: %s\n", w.c_str());
+    replay.run();
+    std::printf("replayed to event %llu without a failure%s\n", static_cast<unsigned long long>(replay.position()),
+                replay.failing_event() ? " (the recorded failure did not recur)" : "");
+  } catch (const ReplayedFailure& f) {
+    std::printf("event %llu failed in %s: %s\n  (recorded: %s: %s)\n", static_cast<unsigned long long>(f.event()),
+                f.hook().c_str(), f.exception().c_str(), f.recorded_hook().c_str(), f.recorded_what().c_str());
+    status = 1;
+  } catch (const Divergence& d) {
+    std::printf("%s\n", d.what());
+    status = 2;
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    status = 3;
+  }
+  std::fflush(stdout);
+  report(report_file, "status " + std::to_string(status));
+  return status;
+}
+
+}  // namespace reheap::testing

@@ -1,0 +1,183 @@
+// Replay: one recorded event delivered, checked and, when it departs from the recording,
+// reported (see replay.h, "Divergence" and "Failures").
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "envelope.h"        // runtime/src
+#include "reactor_access.h"  // runtime/src
+#include "replay_impl.h"
+#include "reheap/heap_digest.h"
+#include "reheap/heap_scope.h"
+
+namespace reheap::testing {
+
+using reheap::detail::ReactorAccess;
+
+namespace {
+
+std::error_code recorded_error(const LogRecord& r) {
+  switch (r.error_category) {
+    case ErrorCategory::kNone:
+      return {};
+    case ErrorCategory::kGeneric:
+      return {r.error_value, std::generic_category()};
+    case ErrorCategory::kSystem:
+      return {r.error_value, std::system_category()};
+  }
+  return {};
+}
+
+std::string digest_text(std::uint64_t d) {
+  char text[40];
+  std::snprintf(text, sizeof text, "heap digest 0x%016llx", static_cast<unsigned long long>(d));
+  return text;
+}
+
+// A recorded message, in an envelope of the message allocator as a received one is.
+struct RecordedMessage {
+  reheap::detail::Envelope* envelope = nullptr;
+  explicit RecordedMessage(const LogRecord& r) {
+    envelope = reheap::detail::allocate_envelope(r.bytes.size());
+    if (envelope == nullptr) throw std::bad_alloc();
+    std::memset(static_cast<void*>(envelope), 0, sizeof(*envelope));
+    envelope->sender = r.ref.value();
+    envelope->type_id = r.type_id;
+    envelope->size = static_cast<std::uint32_t>(r.bytes.size());
+    envelope->encoding = r.encoding;
+    if (!r.bytes.empty()) std::memcpy(envelope->payload(), r.bytes.data(), r.bytes.size());
+  }
+  ~RecordedMessage() { reheap::detail::free_envelope(envelope); }
+  RecordedMessage(const RecordedMessage&) = delete;
+  RecordedMessage& operator=(const RecordedMessage&) = delete;
+};
+
+}  // namespace
+
+std::string Replay::Impl::state_line() const {
+  if (!compare_state) return state_note;
+  if (last_state_match) {
+    return "the heap matched the recording after event " + std::to_string(*last_state_match) +
+           " (the last state digest compared before this event)";
+  }
+  return "no state digest was compared before this event";
+}
+
+void Replay::Impl::throw_divergence(const detail::DivergenceNote& note, const detail::RecordedLogEvent& e) {
+  const HeapScope system(nullptr);
+  const std::string event = "event " + std::to_string(e.index) + " (" + detail::describe_input(e.input) + ")";
+  std::string report = "reheap::testing::Replay of " + path.string() + " diverged at " + event + ": " +
+                       to_string(note.kind) + "\n  expected (recorded): " + note.expected +
+                       "\n  actual (replayed):   " + note.actual;
+  if (note.kind == DivergenceKind::kState) {
+    report += "\n  state: the heap after event " + std::to_string(e.index) + " differs from the recorded one; " +
+              (last_state_match ? "it matched after event " + std::to_string(*last_state_match)
+                                : std::string("no earlier digest was compared")) +
+              ". Which pages differ needs a snapshot of the recorded run after this event: save one there "
+              "(Reactor::request_snapshot, Runtime::snapshot) and compare it with one of the replayed heap "
+              "using `reheap-snap diff`";
+  } else {
+    report += "\n  state: " + state_line();
+  }
+  report += "\n  reproduce: reheap::testing::Replay::open(\"" + path.string() + "\"), run_to(" +
+            std::to_string(e.index - 1) + ") to stand just before it, then step()";
+  stopped = "diverged at event " + std::to_string(e.index);
+  throw Divergence(note.kind, e.index, static_cast<EventKind>(e.input.kind), note.expected, note.actual, report);
+}
+
+void Replay::Impl::deliver_next() {
+  const detail::RecordedLogEvent& e = log.at(position + 1);
+  const LogRecord& in = e.input;
+  std::optional<RecordedMessage> message;
+  Event event;
+  event.kind = static_cast<EventKind>(in.kind);
+  {
+    const HeapScope system(nullptr);
+    switch (in.kind) {
+      case RecordKind::kMessage:
+        message.emplace(in);
+        event.message = nullptr;
+        break;
+      case RecordKind::kTimer: {
+        event.timer = in.id;
+        // A one-shot timer is spent once it fires; a periodic one is re-armed for a period.
+        auto& armed = host->armed_timers();
+        const auto it = armed.find(in.id);
+        if (it != armed.end()) {
+          if (it->second.period.count() == 0) {
+            armed.erase(it);
+          } else {
+            it->second.delay = it->second.period;
+          }
+        }
+        break;
+      }
+      case RecordKind::kAccept:
+        event.socket = in.id;
+        event.connection = in.connection;
+        break;
+      case RecordKind::kConnect:
+      case RecordKind::kClosed:
+        event.socket = in.id;
+        event.error = recorded_error(in);
+        break;
+      case RecordKind::kData:
+        event.socket = in.id;
+        event.data = std::span<const char>(in.bytes.data(), in.bytes.size());
+        break;
+      default:
+        break;
+    }
+  }
+  std::optional<Message> received;
+  if (message) {
+    received.emplace(*message->envelope);
+    event.message = &*received;
+  }
+
+  const bool lenient = !options.check_outputs || e.failed;
+  host->begin(e, *reactor, lenient);
+  if (in.kind == RecordKind::kAccept) host->socket_seen(in.connection);  // the runtime minted it
+  std::optional<std::string> threw;
+  {
+    const HeapScope current(*heap);
+    const HostScope door(host.get(), reactor);
+    ReactorAccess::events(*reactor)++;
+    try {
+      deliver_to(*reactor, event);
+    } catch (const detail::AbortEvent&) {
+      // A divergence: the host wrote it down.
+    } catch (const std::exception& x) {
+      // The exception may live in the reactor's heap: copy its text out and let it go here.
+      const HeapScope system(nullptr);
+      threw = x.what();
+    } catch (...) {
+      const HeapScope system(nullptr);
+      threw = "an exception not derived from std::exception";
+    }
+  }
+  position = e.index;
+  if (!host->divergence() && !threw) host->finish();
+  if (host->divergence()) throw_divergence(*host->divergence(), e);
+
+  const HeapScope system(nullptr);
+  if (threw) {
+    if (e.failed) {
+      stopped = "the recorded failure recurred at event " + std::to_string(e.index);
+      throw ReplayedFailure(log.header.actor, e.index, hook_name(event.kind), *threw, e.failed_hook, e.failed_what);
+    }
+    throw_divergence(detail::DivergenceNote{DivergenceKind::kFailure, "the hook returned",
+                                            std::string(hook_name(event.kind)) + " threw: " + *threw},
+                     e);
+  }
+  if (compare_state && e.state_digest) {
+    const std::uint64_t now = used_pages_digest(*heap);
+    if (now != *e.state_digest) {
+      throw_divergence(detail::DivergenceNote{DivergenceKind::kState, digest_text(*e.state_digest), digest_text(now)},
+                       e);
+    }
+    last_state_match = e.index;
+  }
+}
+
+}  // namespace reheap::testing
