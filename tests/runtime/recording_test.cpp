@@ -377,6 +377,8 @@ TEST(Recording, AFailingHookLeavesACrashBundleAndSupervisionGoesOn) {
               std::string::npos) << manifest;
     EXPECT_NE(manifest.find("\"build_id\": \"" + program_build_id() + "\""), std::string::npos) << manifest;
     EXPECT_NE(manifest.find("\"reactor\": \"" + std::to_string(r.value()) + "\""), std::string::npos) << manifest;
+    EXPECT_NE(manifest.find("\"program\": \"" + std::filesystem::read_symlink("/proc/self/exe").string() + "\""),
+              std::string::npos) << manifest;
 
     // The restarted reactor is recorded from a new anchor: its checkpoint after on_start.
     const std::filesystem::path after = rt.dump_recording(r, dir.path() / "after");

@@ -174,6 +174,8 @@ inline LedgerRun record_ledger(const std::filesystem::path& directory, const std
   rt.spawn<Depositor>(on1, run.ledger, std::string("a"), kDepositsEach);
   rt.spawn<Depositor>(run.ledger, std::string("b"), kDepositsEach);
   if (!snapshot_dir.empty()) {
+    // After on_start, whose event anchors the recording: a snapshot before it is of no recording.
+    while (rt.stats(run.ledger).events == 0) std::this_thread::sleep_for(100us);
     for (int i = 0; i < 3; ++i) {
       const std::filesystem::path file = snapshot_dir / ("ledger-" + std::to_string(i) + ".snap");
       rt.snapshot(run.ledger, file);

@@ -47,6 +47,7 @@ void write_manifest(const std::filesystem::path& file, const CrashManifest& m) {
       "  \"format\": \"reheap-crash-bundle\",\n"
       "  \"version\": 1,\n"
       "  \"build_id\": " + json_string(m.build_id) + ",\n" +
+      "  \"program\": " + json_string(m.program) + ",\n" +
       "  \"reactor\": \"" + std::to_string(m.reactor.value()) + "\",\n" +
       "  \"reactor_type\": " + json_string(m.reactor_type) + ",\n" +
       "  \"hook\": " + json_string(m.hook) + ",\n" +

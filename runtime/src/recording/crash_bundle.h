@@ -19,6 +19,7 @@ namespace reheap::detail::recording {
 
 struct CrashManifest {
   std::string build_id;        // of the recording program's main executable
+  std::string program;         // its path, for `reheap-snap replay` to run it again
   ActorRef reactor{};
   std::string reactor_type;    // demangled
   std::string hook;            // "on_message", ...

@@ -305,6 +305,8 @@ void ReactorRecorder::write_crash_bundle(Cell* c) {
   }
   CrashManifest m;
   m.build_id = program_build_id();
+  std::error_code no_path;  // then "": reheap-snap replay asks for --program
+  m.program = std::filesystem::read_symlink("/proc/self/exe", no_path).string();
   m.reactor = actor_;
   m.reactor_type = reactor_type_;
   m.hook = c->supervision.hook;

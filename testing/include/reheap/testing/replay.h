@@ -76,6 +76,7 @@
 #include "reheap/heap.h"
 #include "reheap/message.h"
 #include "reheap/reactor.h"
+#include "reheap/recording_log.h"  // RecordingError, program_build_id
 #include "reheap/testing/reactor_failure.h"
 #include "reheap/testing/test_runtime.h"
 
