@@ -24,6 +24,11 @@
 // --seed N makes the reactors' random() sequences the same in every run (the order in which
 // transfers from different tellers interleave still differs): without it they come from
 // getrandom(2).
+//
+// `reheap-snap replay BUNDLE` replays a bundle by starting the program that recorded it (or the
+// one given with --program, e.g. ledger_fixed) with REHEAP_REPLAY set: main then replays the
+// bundle in place of its usual work (reheap::testing::replay_main_if_asked). Built only when the
+// test kit is (it needs GoogleTest).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -34,11 +39,15 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "ledger.h"
 #include "reheap/runtime.h"
+#if LEDGER_REPLAY_MAIN
+#include "reheap/testing/replay.h"
+#endif
 #include "settlement.h"
 #include "teller.h"
 
@@ -101,6 +110,9 @@ std::filesystem::path find_bundle(const std::filesystem::path& dir, reheap::Acto
 }  // namespace
 
 int main(int argc, char** argv) {
+#if LEDGER_REPLAY_MAIN
+  if (const std::optional<int> status = reheap::testing::replay_main_if_asked(argc, argv)) return *status;
+#endif
   std::filesystem::path record;
   std::uint64_t seconds = 120;
   std::uint64_t tellers = 3;

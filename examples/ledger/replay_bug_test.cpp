@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "ledger.h"
 #include "protocol.h"
+#include "reheap/recording_log.h"
 #include "reheap/testing/replay.h"
 #include "reheap/testing/test_runtime.h"
 #include "replay_support.h"
@@ -37,12 +39,18 @@ TEST(LedgerReplay, TheShippedBuildFailsTheRecordedSettlementAgain) {
   EXPECT_EQ(replay.events().back().kind, reheap::EventKind::kTimer);
 
   // Every event before the failure, with every output compared with the recorded one.
+  const auto start = std::chrono::steady_clock::now();
   replay.run_to(bundle->failing_event - 1);
+  std::printf("replayed %llu events of %s in %.2f s (recorded by build %s, replayed by %s)\n",
+              static_cast<unsigned long long>(replay.position() - replay.anchor_events()), bundle->path.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              replay.recorded_by_build().c_str(), reheap::program_build_id().c_str());
   const Ledger& ledger = replay.reactor<Ledger>();
   const Book& book = ledger.book();
-  // A long run: hundreds of clean settlements and many thousands of transfers came first.
+  // A long run: a hundred clean settlements or more and thousands of transfers came first (the
+  // fewest the dormancy allows; without sanitizers, tens of thousands).
   EXPECT_GT(book.cycles, 100u);
-  EXPECT_GT(book.posted, 10'000u);
+  EXPECT_GT(book.posted, 1'000u);
   EXPECT_NO_THROW(book.audit());
 
   // The state just before: a transfer waits for an account that is open, was not dormant at the
