@@ -17,9 +17,10 @@
 // a while; `ledger_fixed`, built from the same sources with settlement_v2.cpp, does not.
 //
 // --dormant-ms N sets how long an account may stay idle before it is escheated (default 3000).
-// The bug needs an account that goes dormant in the very cycle in which a transfer names it, so
-// it fires about (dormancy)^2 times less often: at 3 s, after ten seconds or so and a few hundred
-// thousand transfers on average; a test that wants a bundle quickly asks for less.
+// Nothing can fail before the first accounts turn dormant, and then it takes an account that
+// turns dormant in the very cycle in which a transfer names it: with the defaults that happened
+// 3 to 6 seconds in, after 500 to 1,000 settlements and 200,000 to 400,000 transfers, in the runs
+// we made. A test that wants a bundle sooner asks for a shorter dormancy.
 //
 // --seed N makes the reactors' random() sequences the same in every run (the order in which
 // transfers from different tellers interleave still differs): without it they come from

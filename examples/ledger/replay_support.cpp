@@ -1,6 +1,7 @@
 // Replay support for the ledger's tests (see replay_support.h).
 #include "replay_support.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,7 +13,7 @@
 namespace ledger::test {
 namespace {
 
-// Runs the shipped `ledger` program and returns its output.
+// Runs `command`, collecting what it prints in `output`; returns its exit status (-1 if none).
 int run(const std::string& command, std::string* output) {
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return -1;
@@ -112,6 +113,25 @@ AccountId first_dormant_in_batch(const Ledger& ledger, Clock::time_point now) {
     if (dormant(t.to)) return t.to;
   }
   return 0;
+}
+
+ExpectedBatch expected_batch(const Book& book) {
+  ExpectedBatch e;
+  for (const PendingTransfer& t : book.pending) {
+    for (const AccountId id : {t.from, t.to}) e.balances.emplace(id, book.accounts.at(id).balance_cents);
+  }
+  for (const PendingTransfer& t : book.pending) {
+    if (e.balances[t.from] < t.cents) {
+      ++e.bounced;
+      continue;
+    }
+    e.balances[t.from] -= t.cents;
+    e.balances[t.to] += t.cents;
+    e.moved.insert(t.from);
+    e.moved.insert(t.to);
+    ++e.posted;
+  }
+  return e;
 }
 
 }  // namespace ledger::test

@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "book.h"
@@ -31,5 +33,16 @@ std::optional<CrashBundle> crash_bundle(std::string* why);
 // book just before it: the first account named by a pending transfer (payer first, as
 // Book::post looks them up) that is dormant at `now`. 0 if none is.
 AccountId first_dormant_in_batch(const Ledger& ledger, Clock::time_point now);
+
+// What posting the pending batch must do when every account in it is still open (the fixed
+// settlement posts before it escheats): a model of Book::post, independent of the ledger's code,
+// for the test to compare the fixed build's book with.
+struct ExpectedBatch {
+  std::map<AccountId, std::int64_t> balances;  // of every account the batch names, after it
+  std::set<AccountId> moved;                   // accounts in which money moved
+  std::uint64_t posted = 0;
+  std::uint64_t bounced = 0;
+};
+ExpectedBatch expected_batch(const Book& book);
 
 }  // namespace ledger::test

@@ -10,7 +10,7 @@
 //
 // It takes an account whose use is rare and irregular and a transfer landing in a window one
 // settlement period wide, so in the demo it fires after hundreds of thousands of transfers and
-// thousands of clean settlements, at a moment no one could arrange by hand.
+// hundreds of clean settlements, at a moment no one could arrange by hand.
 #include "settlement.h"
 
 namespace ledger {

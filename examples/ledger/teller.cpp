@@ -21,7 +21,7 @@ void Teller::on_start() {
 
 void Teller::open_one() {
   ++opened_;
-  send(ledger_, OpenAccount{"customer " + std::to_string(self().value() % 1000) + "-" + std::to_string(opened_)});
+  send(ledger_, OpenAccount{"customer " + std::to_string(opened_)});
 }
 
 void Teller::on_opened(const AccountOpened& m) {

@@ -2,8 +2,8 @@
 // cash in and move money around, all through the ledger.
 //
 // Use is skewed, as in a real bank: a teller picks its accounts with a truncated exponential
-// distribution over the order in which they were opened, so the first few are used thousands of
-// times a second and the last ones a few times a second or less. Those rarely used accounts are
+// distribution over the order in which they were opened, so with the defaults the first is used
+// about a thousand times a second and the last one about once every three seconds. Those rarely used accounts are
 // the ones that go dormant and are escheated (book.h); the teller forgets them when a Statement or
 // a Rejected says so and opens a new account in their place, at the cold end of its list. Over a
 // long run every account drifts from cold to hot, and many pass through the range where they are
