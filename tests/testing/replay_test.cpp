@@ -3,8 +3,10 @@
 // that reads the clock directly diverges at the event that read it; damaged, foreign and
 // other-build logs are each refused or reported clearly.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -118,6 +120,7 @@ class ClockKeeper : public Reactor {
     if (h.n == 2) seen_ = std::chrono::steady_clock::now().time_since_epoch().count();
     count_ += h.n;
   }
+  const std::int64_t* seen() const { return &seen_; }
 
  private:
   std::int64_t seen_ = 0;
@@ -185,6 +188,51 @@ TEST(Replay, AReactorKeepingTheClockInItsHeapDivergesInStateAfterThatEvent) {
   Replay blind = Replay::open(recording, no_state);
   EXPECT_FALSE(blind.compares_state());
   EXPECT_EQ(blind.run(), 6u);  // on_start, 4 Hellos, on_stop
+}
+
+TEST(Replay, AStateDivergenceListsThePagesThatDifferFromTheRecordedSnapshotAfterThatEvent) {
+  TempDir dir;
+  const std::filesystem::path after3 = dir.path() / "after-3.snap";
+  std::filesystem::path recording;
+  {
+    reheap::RuntimeConfig config;
+    config.workers = 2;
+    reheap::Runtime rt(config);
+    reheap::SpawnOptions options;
+    options.recording = file_recording(dir.path());
+    const ActorRef r = rt.spawn<ClockKeeper>(options);
+    rt.send(r, Hello{1});
+    rt.send(r, Hello{2});  // event 3 keeps the clock
+    ASSERT_TRUE(rt.wait_idle());
+    rt.snapshot(r, after3);
+    rt.send(r, Hello{3});
+    ASSERT_TRUE(rt.wait_idle());
+    recording = recording_of(dir.path(), r);
+  }
+  ReplayOptions options;
+  options.snapshots = {after3};
+  Replay replay = Replay::open(recording, options);
+  try {
+    replay.run();
+    FAIL() << "no divergence";
+  } catch (const Divergence& d) {
+    EXPECT_EQ(d.kind(), DivergenceKind::kState);
+    EXPECT_EQ(d.event(), 3u);
+    // One page: the one holding the reactor's copy of the clock.
+    const auto seen = reinterpret_cast<std::uintptr_t>(replay.reactor<ClockKeeper>().seen());
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    char expected[64];
+    std::snprintf(expected, sizeof expected, "page 0x%llx: ", static_cast<unsigned long long>(seen & ~(page - 1)));
+    const std::string what = d.what();
+    EXPECT_NE(what.find("pages: 1 page differ from " + after3.string()), std::string::npos) << what;
+    EXPECT_NE(what.find(expected), std::string::npos) << what;
+    // The first differing byte is one of the clock's 8 (its low bytes, almost surely the first).
+    const std::size_t at = what.find("from offset 0x");
+    ASSERT_NE(at, std::string::npos) << what;
+    const std::uintptr_t first = std::stoull(what.substr(at + 14), nullptr, 16);
+    EXPECT_GE(first, seen & (page - 1));
+    EXPECT_LT(first, (seen & (page - 1)) + 8);
+  }
 }
 
 // ---- logs that cannot be replayed ----

@@ -1,7 +1,7 @@
 // The commands of `reheap-snap` and what they share: parsed options, exit codes, formatting.
 //
 // main.cpp parses the command line into Options and calls one command; each command lives in
-// its own file (info.cpp, verify.cpp, diff.cpp, compact.cpp), writes its report to stdout (text,
+// its own file (info.cpp, verify.cpp, diff.cpp, compact.cpp, replay.cpp), writes its report to stdout (text,
 // or JSON with --json) and returns the process's exit code. Errors the command does not turn into
 // an answer (an unreadable file, say) propagate as exceptions to main, which maps them to kError.
 #pragma once
@@ -23,6 +23,7 @@ enum ExitCode : int {
   kUsage = 2,        // bad command line
   kError = 3,        // I/O error, or an input that is not a valid snapshot (info, diff, compact)
   kUnverified = 4,   // info --header-only: the header was read, the rest of the file was not
+  kDiverged = 5,     // replay: the replay departed from the recording before the failure
 };
 
 struct Options {
@@ -33,12 +34,15 @@ struct Options {
   bool chain = false;     // verify: also every file of each file's chain
   bool header_only = false;  // info: read the header only (and exit kUnverified)
   std::size_t max_lines = 50;  // diff: ranges listed in text mode (0: all)
+  std::filesystem::path program;  // replay: the program to run (default: the manifest's)
+  unsigned timeout_seconds = 300;  // replay: the program is stopped after this
 };
 
 int run_info(const Options& options);
 int run_verify(const Options& options);
 int run_diff(const Options& options);
 int run_compact(const Options& options);
+int run_replay(const Options& options);
 
 // "0x0000110000000000"-style hex, fixed width, for addresses and ids.
 std::string hex(std::uint64_t value);

@@ -1,4 +1,4 @@
-// reheap-snap: inspect, verify, diff and compact reheap snapshot files.
+// reheap-snap: inspect, verify, diff and compact reheap snapshot files, and replay crash bundles.
 //
 // This file parses the command line and maps errors to exit codes; each command is in its own
 // file (see command.h). The help text below is the tool's reference and README.md repeats it.
@@ -40,6 +40,13 @@ Commands:
                                stands for the state of its whole chain: it is compacted to a
                                temporary file first
   compact LATEST OUT [--json]  fold the chain ending at LATEST into one full snapshot OUT
+  replay BUNDLE [--program PATH] [--timeout SECONDS]
+                               replay a crash bundle (crash-<event>/ of a recorded reactor) in
+                               a new process: runs the recording program (from the bundle's
+                               manifest, or PATH, e.g. a fixed build) with REHEAP_REPLAY set;
+                               the program must call reheap::testing::replay_main_if_asked at
+                               the start of main, and prints the failure (event, hook, what).
+                               Stopped after SECONDS (default 300)
 
 Options:
   --json        machine-readable output on stdout (ids and addresses as hex strings)
@@ -54,6 +61,9 @@ Exit codes:
   3  error: a file cannot be read (verify: the highest code over all files wins), or the
      header of info's file, or an input of diff or compact, is not a valid snapshot
   4  info --header-only: the header was printed but the file was not verified
+  5  replay: the replay diverged from the recording before the failure
+  (replay: 0 the replay ran to its end without the failure, 1 the failure recurred, 3 the
+  program does not support replay or could not replay the bundle)
 )";
 
 int usage(const std::string& why) {
@@ -66,6 +76,7 @@ bool file_count_ok(const std::string& command, std::size_t n) {
   if (command == "info") return n == 1;
   if (command == "verify") return n >= 1;
   if (command == "diff" || command == "compact") return n == 2;
+  if (command == "replay") return n == 1;
   return false;
 }
 
@@ -93,6 +104,15 @@ int run(int argc, char** argv) {
       const unsigned long long n = std::strtoull(argv[++i], &end, 10);
       if (end == argv[i] || *end != '\0') return usage("--max-lines needs a number");
       options.max_lines = static_cast<std::size_t>(n);
+    } else if (!options_done && arg == "--program") {
+      if (i + 1 >= argc) return usage("--program needs a path");
+      options.program = argv[++i];
+    } else if (!options_done && arg == "--timeout") {
+      if (i + 1 >= argc) return usage("--timeout needs a number of seconds");
+      char* end = nullptr;
+      const unsigned long long n = std::strtoull(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || n == 0) return usage("--timeout needs a number of seconds");
+      options.timeout_seconds = static_cast<unsigned>(n);
     } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
       return usage("unknown option " + std::string(arg));
     } else if (options.command.empty()) {
@@ -106,12 +126,14 @@ int run(int argc, char** argv) {
     return reheap::snap::kUsage;
   }
   const std::string& c = options.command;
-  if (c != "info" && c != "verify" && c != "diff" && c != "compact") {
+  if (c != "info" && c != "verify" && c != "diff" && c != "compact" && c != "replay") {
     return usage("unknown command " + c);
   }
   if (!file_count_ok(c, options.files.size())) return usage("wrong number of files for " + c);
   if (options.chain && c != "verify") return usage("--chain applies to verify only");
   if (options.header_only && c != "info") return usage("--header-only applies to info only");
+  if (!options.program.empty() && c != "replay") return usage("--program applies to replay only");
+  if (c == "replay") return reheap::snap::run_replay(options);
   if (c == "info") return reheap::snap::run_info(options);
   if (c == "verify") return reheap::snap::run_verify(options);
   if (c == "diff") return reheap::snap::run_diff(options);

@@ -51,6 +51,8 @@ struct Replay::Impl {
   void deliver_next();
   [[noreturn]] void throw_divergence(const detail::DivergenceNote& note, const detail::RecordedLogEvent& e);
   std::string state_line() const;
+  // The pages of the heap that differ from a recorded snapshot after `event`, or why unknown.
+  std::string page_differences(std::uint64_t event);
 };
 
 }  // namespace reheap::testing

@@ -9,12 +9,15 @@
 #include "replay_impl.h"
 #include "reheap/heap_digest.h"
 #include "reheap/heap_scope.h"
+#include "state_diff.h"
 
 namespace reheap::testing {
 
 using reheap::detail::ReactorAccess;
 
 namespace {
+
+constexpr std::size_t kPagesListed = 16;  // in a state divergence's report
 
 std::error_code recorded_error(const LogRecord& r) {
   switch (r.error_category) {
@@ -63,6 +66,19 @@ std::string Replay::Impl::state_line() const {
   return "no state digest was compared before this event";
 }
 
+std::string Replay::Impl::page_differences(std::uint64_t event) {
+  for (const detail::StartPoint& start : starts) {
+    if (start.events != event) continue;
+    try {
+      return detail::describe_page_differences(start.file, *heap, kPagesListed);
+    } catch (const std::exception& x) {
+      return "the recorded snapshot " + start.file.string() + " could not be compared: " + x.what();
+    }
+  }
+  return "not known: no snapshot of the recorded run after event " + std::to_string(event) +
+         " was given (ReplayOptions::snapshots); with one, the differing pages and offsets are listed here";
+}
+
 void Replay::Impl::throw_divergence(const detail::DivergenceNote& note, const detail::RecordedLogEvent& e) {
   const HeapScope system(nullptr);
   const std::string event = "event " + std::to_string(e.index) + " (" + detail::describe_input(e.input) + ")";
@@ -72,10 +88,8 @@ void Replay::Impl::throw_divergence(const detail::DivergenceNote& note, const de
   if (note.kind == DivergenceKind::kState) {
     report += "\n  state: the heap after event " + std::to_string(e.index) + " differs from the recorded one; " +
               (last_state_match ? "it matched after event " + std::to_string(*last_state_match)
-                                : std::string("no earlier digest was compared")) +
-              ". Which pages differ needs a snapshot of the recorded run after this event: save one there "
-              "(Reactor::request_snapshot, Runtime::snapshot) and compare it with one of the replayed heap "
-              "using `reheap-snap diff`";
+                                : std::string("no earlier digest was compared")) + ".\n  pages: " +
+              page_differences(e.index);
   } else {
     report += "\n  state: " + state_line();
   }

@@ -23,7 +23,10 @@
 // (RecordingOptions::state_hash_every), the heap's digest after an event is compared with the
 // recorded one. The first difference throws Divergence, which names the event (index and kind),
 // what was expected and what happened (for messages: the type, the target and the decoded
-// msgpack rendered as text), and how to reproduce it; nothing after it is delivered.
+// msgpack rendered as text), and how to reproduce it; nothing after it is delivered. For a state
+// difference it names the last event whose digest matched and, when ReplayOptions::snapshots
+// holds a snapshot of the recorded reactor after the diverging event, the pages that differ from
+// it and the offsets of their differing bytes.
 // State digests are compared only when this process's program layout is the recording one (the
 // same binary at the same addresses: a replay inside the recording process, or with ASLR off):
 // a relocated heap holds other program addresses, so its digest differs however exact the replay.
