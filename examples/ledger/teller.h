@@ -3,7 +3,7 @@
 //
 // Use is skewed, as in a real bank: a teller picks its accounts with a truncated exponential
 // distribution over the order in which they were opened, so with the defaults the first is used
-// about a thousand times a second and the last one about once every three seconds. Those rarely used accounts are
+// about 400 times a second and the last one about once every seven seconds. Those rarely used accounts are
 // the ones that go dormant and are escheated (book.h); the teller forgets them when a Statement or
 // a Rejected says so and opens a new account in their place, at the cold end of its list. Over a
 // long run every account drifts from cold to hot, and many pass through the range where they are
@@ -23,7 +23,7 @@
 namespace ledger {
 
 struct TellerConfig {
-  std::uint32_t customers = 400;         // accounts kept open
+  std::uint32_t customers = 1000;        // accounts kept open
   std::uint32_t transfers_per_tick = 25;
   std::chrono::nanoseconds tick = std::chrono::milliseconds(1);
   // How steeply use falls along the list: account i is picked with weight exp(-skew * i / n).
