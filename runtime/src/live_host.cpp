@@ -1,6 +1,7 @@
 // LiveHost: a reactor's operations on a worker (see live_host.h).
 #include "live_host.h"
 
+#include "reheap/heap_scope.h"
 #include "runtime_impl.h"
 #include "snapshot_request.h"
 #include "tcp.h"
@@ -57,13 +58,18 @@ void LiveHost::start_timer(TimerId id, std::chrono::nanoseconds delay, std::chro
 
 void LiveHost::cancel_timer(TimerId id) { detail::cancel_timer(worker_, cell_, id); }
 
+// listen and connect build texts for their errors (and listen always does): with the system heap
+// current, so that nothing of the runtime's is allocated and freed in the reactor's heap, whose
+// bytes must depend on the reactor alone (a replay, which has no sockets, would see other bytes).
 SocketId LiveHost::listen(const std::string& host, std::uint16_t port, bool reuse_port, int backlog) {
+  HeapScope system(nullptr);
   return tcp_listen(worker_, cell_, host, port, reuse_port, backlog);
 }
 
 std::uint16_t LiveHost::local_port(SocketId socket) { return tcp_local_port(cell_, socket); }
 
 SocketId LiveHost::connect(const std::string& host, std::uint16_t port) {
+  HeapScope system(nullptr);
   return tcp_connect(worker_, cell_, host, port);
 }
 

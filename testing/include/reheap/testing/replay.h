@@ -37,7 +37,10 @@
 // reheap::testing::ReactorFailure) catches it) with the recorded and the actual what(); if it
 // returns - a fixed build replaying the bug's recording - the event simply passes. During that
 // event outputs are not compared (the recorded hook stopped where it threw, so what it would have
-// done next is unknown) and questions the log does not answer get the TestRuntime's answers.
+// done next is unknown): calls get the recorded answers while they follow the recording, and
+// defaults after (the last time answered, seeds of a fixed stream, kOk for a send, a null
+// reference for a spawn; socket operations throw std::logic_error). ReplayOptions::check_outputs
+// = false answers every event that way.
 // A hook that throws on an event that did not fail in the recording is a Divergence.
 //
 // After the log. A replay can hand its reactor to a TestRuntime (continue_in), at the end of the
