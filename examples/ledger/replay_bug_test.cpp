@@ -88,25 +88,14 @@ TEST(LedgerReplay, AReplayedFailureIsAReactorFailure) {
 // gets a transfer in the last cycle before it becomes dormant.
 TEST(LedgerScenario, ATransferToAnAccountGoingDormantInItsCycleFailsTheShippedSettlement) {
   reheap::testing::TestRuntime rt;
-  LedgerConfig config;
-  config.settle_every = std::chrono::milliseconds(5);
-  config.dormant_after = std::chrono::milliseconds(100);
-  const reheap::ActorRef bank = rt.spawn<Ledger>(config);
-  rt.run();
-  const std::optional<AccountOpened> payer = rt.ask<AccountOpened>(bank, OpenAccount{"payer"});
-  const std::optional<AccountOpened> payee = rt.ask<AccountOpened>(bank, OpenAccount{"payee"});
-  ASSERT_TRUE(payer && payee);
-  rt.send(bank, Deposit{payer->account, 1'000});
-  rt.advance(std::chrono::milliseconds(50));
-  rt.send(bank, Deposit{payer->account, 1'000});  // the payer stays active; the payee does not
-  rt.advance(std::chrono::milliseconds(46));      // 19 clean settlements
-  rt.send(bank, Transfer{payer->account, payee->account, 500});
+  const std::optional<DormantPayee> d = transfer_to_a_payee_going_dormant(rt);
+  ASSERT_TRUE(d);
   try {
     rt.advance(std::chrono::milliseconds(4));  // the settlement at 100 ms
     ADD_FAILURE() << "the settlement did not fail";
   } catch (const ReactorFailure& f) {
     EXPECT_EQ(f.hook(), "on_timer");
-    EXPECT_EQ(f.exception(), "no open account " + std::to_string(payee->account));
+    EXPECT_EQ(f.exception(), "no open account " + std::to_string(d->payee));
   }
 }
 

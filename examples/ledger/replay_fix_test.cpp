@@ -103,28 +103,17 @@ TEST(LedgerFix, TheFixedBuildPassesTheSettlementThatFailed) {
 // The scenario of replay_bug_test.cpp, on the fixed settlement: the payee is paid and stays open.
 TEST(LedgerScenario, ATransferToAnAccountGoingDormantInItsCycleIsPostedByTheFixedSettlement) {
   reheap::testing::TestRuntime rt;
-  LedgerConfig config;
-  config.settle_every = std::chrono::milliseconds(5);
-  config.dormant_after = std::chrono::milliseconds(100);
-  const reheap::ActorRef bank = rt.spawn<Ledger>(config);
-  rt.run();
-  const std::optional<AccountOpened> payer = rt.ask<AccountOpened>(bank, OpenAccount{"payer"});
-  const std::optional<AccountOpened> payee = rt.ask<AccountOpened>(bank, OpenAccount{"payee"});
-  ASSERT_TRUE(payer && payee);
-  rt.send(bank, Deposit{payer->account, 1'000});
-  rt.advance(std::chrono::milliseconds(50));
-  rt.send(bank, Deposit{payer->account, 1'000});
-  rt.advance(std::chrono::milliseconds(46));
-  rt.send(bank, Transfer{payer->account, payee->account, 500});
+  const std::optional<DormantPayee> d = transfer_to_a_payee_going_dormant(rt);
+  ASSERT_TRUE(d);
   rt.advance(std::chrono::milliseconds(4));
-  const Book& book = rt.reactor<Ledger>(bank).book();
-  ASSERT_TRUE(book.is_open(payee->account));
-  EXPECT_EQ(book.accounts.at(payee->account).balance_cents, 500);
-  EXPECT_EQ(book.accounts.at(payer->account).balance_cents, 1'500);
+  const Book& book = rt.reactor<Ledger>(d->bank).book();
+  ASSERT_TRUE(book.is_open(d->payee));
+  EXPECT_EQ(book.accounts.at(d->payee).balance_cents, 500);
+  EXPECT_EQ(book.accounts.at(d->payer).balance_cents, 1'500);
   // Both idle again for the whole dormancy period: both escheated, their 2,000 cents unclaimed.
   rt.advance(std::chrono::milliseconds(100));
-  EXPECT_FALSE(book.is_open(payee->account));
-  EXPECT_FALSE(book.is_open(payer->account));
+  EXPECT_FALSE(book.is_open(d->payee));
+  EXPECT_FALSE(book.is_open(d->payer));
   EXPECT_EQ(book.unclaimed_cents, 2'000);
   EXPECT_NO_THROW(book.audit());
 }

@@ -7,7 +7,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
+#include <gtest/gtest.h>
+
+#include "protocol.h"
 #include "reheap/recording_log.h"
 
 namespace ledger::test {
@@ -132,6 +136,27 @@ ExpectedBatch expected_batch(const Book& book) {
     ++e.posted;
   }
   return e;
+}
+
+std::optional<DormantPayee> transfer_to_a_payee_going_dormant(reheap::testing::TestRuntime& rt) {
+  LedgerConfig config;
+  config.settle_every = std::chrono::milliseconds(5);
+  config.dormant_after = std::chrono::milliseconds(100);
+  DormantPayee d;
+  d.bank = rt.spawn<Ledger>(config);
+  rt.run();
+  const std::optional<AccountOpened> payer = rt.ask<AccountOpened>(d.bank, OpenAccount{"payer"});
+  const std::optional<AccountOpened> payee = rt.ask<AccountOpened>(d.bank, OpenAccount{"payee"});
+  EXPECT_TRUE(payer && payee) << "the ledger did not open the accounts";
+  if (!payer || !payee) return std::nullopt;
+  d.payer = payer->account;
+  d.payee = payee->account;
+  rt.send(d.bank, Deposit{d.payer, 1'000});
+  rt.advance(std::chrono::milliseconds(50));
+  rt.send(d.bank, Deposit{d.payer, 1'000});  // the payer stays active; the payee does not
+  rt.advance(std::chrono::milliseconds(46));  // 19 clean settlements
+  rt.send(d.bank, Transfer{d.payer, d.payee, 500});
+  return d;
 }
 
 }  // namespace ledger::test

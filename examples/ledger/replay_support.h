@@ -14,6 +14,7 @@
 #include <string>
 
 #include "book.h"
+#include "reheap/testing/test_runtime.h"
 #include "ledger.h"
 
 namespace ledger::test {
@@ -44,5 +45,17 @@ struct ExpectedBatch {
   std::uint64_t bounced = 0;
 };
 ExpectedBatch expected_batch(const Book& book);
+
+// The scenario the replay exposed, set up on a TestRuntime: a payee idle for almost the dormancy
+// period (100 ms; settlements every 5 ms) gets a transfer in the last cycle before it becomes
+// dormant. Returns the ledger, the payer and the payee, with the clock at 96 ms and the transfer
+// queued: the test's next advance(4 ms) runs the settlement that decides. Null when opening the
+// accounts failed (a test failure is recorded).
+struct DormantPayee {
+  reheap::ActorRef bank;
+  AccountId payer = 0;
+  AccountId payee = 0;
+};
+std::optional<DormantPayee> transfer_to_a_payee_going_dormant(reheap::testing::TestRuntime& rt);
 
 }  // namespace ledger::test
