@@ -3,6 +3,7 @@
 
 #include <new>
 
+#include "host_slot.h"
 #include "reactor_access.h"
 #include "reactor_scope.h"
 #include "recorder.h"
@@ -26,7 +27,7 @@ bool EventFunnel::deliver(Cell* c, const Event& event) {
   if (recorder != nullptr) [[unlikely]] host = recorder->begin_event(event, live_);
   {
     ReactorScope scope(c);
-    const HostScope door(host, c->reactor);
+    const HostSlotScope door(host, c->reactor);
     ReactorAccess::events(*c->reactor)++;
     try {
       if (event.kind == EventKind::kMessage) [[likely]] {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "host_slot.h"
 #include "reactor_access.h"
 #include "reheap/heap_scope.h"
 
@@ -16,7 +17,7 @@ Reactor::Reactor() : magic_(detail::kReactorMagic) {}
 Reactor::~Reactor() = default;
 
 ReactorHost& Reactor::require_current(const char* operation) const {
-  ReactorHost* host = HostScope::of(this);
+  ReactorHost* host = detail::host_of(this);
   if (host == nullptr) [[unlikely]] {
     HeapScope system(nullptr);
     throw std::logic_error(std::string("reheap::Reactor::") + operation +
@@ -48,11 +49,11 @@ void Reactor::on_message(const Message& message) {
 }
 
 void Reactor::on_unhandled(const Message&) {
-  if (ReactorHost* host = HostScope::of(this)) host->count_unhandled();
+  if (ReactorHost* host = detail::host_of(this)) host->count_unhandled();
 }
 
 void Reactor::on_message_error(const MessageError&) {
-  if (ReactorHost* host = HostScope::of(this)) host->count_decode_error();
+  if (ReactorHost* host = detail::host_of(this)) host->count_decode_error();
 }
 
 ActorRef Reactor::sender() const { return require_current("sender").sender(); }

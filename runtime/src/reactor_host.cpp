@@ -1,28 +1,21 @@
-// HostScope: the thread's current host and reactor (see reactor_host.h).
+// HostScope: the thread's current host and reactor (see reactor_host.h, host_slot.h).
 #include "reheap/reactor_host.h"
 
+#include "host_slot.h"
+
 namespace reheap {
-namespace {
-// Initial-exec: the library is built position-independent, where the default TLS model makes
-// every access a __tls_get_addr call, twice per event and once per operation (11% of a oneway
-// message measured). The library is linked into executables, whose static TLS block has room.
-constinit thread_local ReactorHost* t_host [[gnu::tls_model("initial-exec")]] = nullptr;
-constinit thread_local const Reactor* t_reactor [[gnu::tls_model("initial-exec")]] = nullptr;
-}  // namespace
+
+namespace detail {
+constinit thread_local HostSlot t_host_slot [[gnu::tls_model("initial-exec")]];
+}  // namespace detail
 
 HostScope::HostScope(ReactorHost* host, const Reactor* reactor) noexcept
-    : previous_host_(t_host), previous_reactor_(t_reactor) {
-  t_host = host;
-  t_reactor = reactor;
+    : previous_host_(detail::t_host_slot.host), previous_reactor_(detail::t_host_slot.reactor) {
+  detail::t_host_slot = detail::HostSlot{host, reactor};
 }
 
-HostScope::~HostScope() {
-  t_host = previous_host_;
-  t_reactor = previous_reactor_;
-}
+HostScope::~HostScope() { detail::t_host_slot = detail::HostSlot{previous_host_, previous_reactor_}; }
 
-ReactorHost* HostScope::of(const Reactor* reactor) noexcept {
-  return t_reactor == reactor ? t_host : nullptr;
-}
+ReactorHost* HostScope::of(const Reactor* reactor) noexcept { return detail::host_of(reactor); }
 
 }  // namespace reheap
