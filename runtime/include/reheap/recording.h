@@ -11,6 +11,10 @@
 //          segments `log-<first event>.rlog`, in `directory/reactor-<ActorRef value>/`. A
 //          failed write (a full disk) stops the recording of that reactor (counted in
 //          ReactorStats::recording_errors); the reactor runs on and earlier blocks stay valid.
+//          When the log since the anchor passes `anchor_every_bytes`, a new anchor is taken
+//          (between two events) and the older anchor and its segments are deleted, so that the
+//          directory holds one anchor and at most about that many bytes of log: a recording can
+//          run for as long as the reactor does. Crash bundles hard-link their files and keep them.
 //   kRing  a flight recorder in memory: the anchor is an in-memory checkpoint and the log holds
 //          what happened since; when the log grows past `ring_bytes`, a new checkpoint replaces
 //          the old one with its log. Runtime::dump_recording writes both out.
@@ -44,12 +48,16 @@ enum class RecordedOutputs : std::uint8_t {
 
 inline constexpr std::size_t kDefaultRingBytes = std::size_t{8} << 20;
 inline constexpr std::size_t kDefaultSegmentBytes = std::size_t{64} << 20;
+inline constexpr std::size_t kDefaultAnchorEveryBytes = std::size_t{256} << 20;
 
 struct RecordingOptions {
   RecordingMode mode = RecordingMode::kInherit;
   std::filesystem::path directory{};  // kFile: required; kRing: where crash bundles go ("" none)
   std::size_t ring_bytes = kDefaultRingBytes;        // kRing: the log's bound before a checkpoint
   std::size_t segment_bytes = kDefaultSegmentBytes;  // kFile: a segment rolls past this size
+  // kFile: a new anchor replaces the old one and its log once the log passes this size (0: never;
+  // the recording then keeps everything from its first anchor on).
+  std::size_t anchor_every_bytes = kDefaultAnchorEveryBytes;
   RecordedOutputs outputs = RecordedOutputs::kDigests;
   // Every this many events a 64-bit hash of the reactor's used heap pages is written (0: never),
   // so that a replay can tell where its state first departs from the recorded one.

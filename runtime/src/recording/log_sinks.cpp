@@ -39,6 +39,8 @@ void FileSegmentSink::close_segment() noexcept {
 
 void FileSegmentSink::open_segment(std::uint64_t events_before) {
   close_segment();
+  closed_bytes_ += size_;
+  size_ = 0;
   const std::filesystem::path file = directory_ / ("log-" + std::to_string(events_before + 1) + ".rlog");
   fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {

@@ -37,6 +37,8 @@ class FileSegmentSink final : public LogSink {
   void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
   // The segments written so far, oldest first.
   const std::vector<std::filesystem::path>& segments() const noexcept { return segments_; }
+  // Bytes written to every segment so far, headers included.
+  std::uint64_t bytes_written() const noexcept { return closed_bytes_ + size_; }
 
  private:
   void open_segment(std::uint64_t events_before);
@@ -47,6 +49,7 @@ class FileSegmentSink final : public LogSink {
   std::size_t segment_bytes_;
   int fd_ = -1;
   std::size_t size_ = 0;         // of the open segment
+  std::uint64_t closed_bytes_ = 0;  // of the segments before it
   std::size_t header_bytes_ = 0;
   std::vector<std::filesystem::path> segments_;
 };

@@ -87,7 +87,10 @@ class ReactorRecorder final : public Recorder, private LogSink {
   // LogSink: a finished block goes to the current segment or the ring.
   void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
 
-  bool anchor(Cell* c, std::uint64_t events);
+  // A new anchor after `events` events: the first, or one after a kRestart restart (file mode:
+  // in a new directory restart-<k>/), or, with `rotate`, one that replaces the current anchor
+  // and its log in the same directory (the file mode's bound, anchor_every_bytes).
+  bool anchor(Cell* c, std::uint64_t events, bool rotate = false);
   void write_input(const Event& event);
   void write_crash_bundle(Cell* c);
   void write_ring(const std::filesystem::path& directory) const;
@@ -101,6 +104,7 @@ class ReactorRecorder final : public Recorder, private LogSink {
   LogRecord input_;  // reused for the records written here (inputs, failures, hashes)
   bool anchored_ = false;
   bool stopped_ = false;
+  bool anchor_due_ = false;  // file mode: the log since the anchor passed anchor_every_bytes
   std::uint64_t recording_id_ = 0;
   ActorRef actor_{};
   std::string reactor_type_;  // read while the heap is sound (a failed one is suspect)
@@ -134,7 +138,7 @@ void ReactorRecorder::stop(Cell* c, const std::string& why) {
                static_cast<unsigned long long>(c->ref().value()), why.c_str());
 }
 
-bool ReactorRecorder::anchor(Cell* c, std::uint64_t events) {
+bool ReactorRecorder::anchor(Cell* c, std::uint64_t events, bool rotate) {
   try {
     if (recording_id_ == 0) {
       recording_id_ = new_recording_id();
@@ -144,15 +148,28 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events) {
     ReactorAccess::recording_id(*c->reactor) = recording_id_;
     if (options_.mode == RecordingMode::kFile) {
       if (options_.directory.empty()) throw std::runtime_error("RecordingOptions::directory is empty");
-      directory_ = options_.directory / ("reactor-" + std::to_string(actor_.value()));
-      if (file_anchors_ > 0) directory_ /= "restart-" + std::to_string(file_anchors_);
-      std::filesystem::create_directories(directory_);
+      std::vector<std::filesystem::path> replaced;
+      if (rotate) {
+        replaced = file_->segments();
+        replaced.push_back(anchor_file_);
+      } else {
+        directory_ = options_.directory / ("reactor-" + std::to_string(actor_.value()));
+        if (file_anchors_ > 0) directory_ /= "restart-" + std::to_string(file_anchors_);
+        std::filesystem::create_directories(directory_);
+        ++file_anchors_;
+      }
       file_.reset();
       anchor_file_ = directory_ / anchor_name(events);
       save_reactor_aside(c, anchor_file_);
       file_ = std::make_unique<FileSegmentSink>(directory_, header_for(events), options_.segment_bytes);
       file_->start(events);
-      ++file_anchors_;
+      // Only once the new anchor and its first segment exist: until then the old pair is the
+      // recording. A file that cannot go only costs disk; the new pair is complete without it.
+      for (const std::filesystem::path& file : replaced) {
+        if (file == anchor_file_ || file == file_->segments().front()) continue;
+        std::error_code ignored;
+        std::filesystem::remove(file, ignored);
+      }
     } else {
       checkpoint_.clear();
       VectorSink sink(checkpoint_);
@@ -164,6 +181,7 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events) {
     return false;
   }
   writer_.restart(events);
+  anchor_due_ = false;
   anchor_events_ = events;
   anchored_ = true;
   return true;
@@ -235,7 +253,8 @@ void ReactorRecorder::end_event(Cell* c) {
   }
   // The commonest end: nothing to append, no block to hand over, no checkpoint - and so nothing
   // to allocate, which spares the heap scope.
-  if (!c->supervision.failed && options_.state_hash_every == 0 && writer_.pending_bytes() < kLogBlockBytes &&
+  if (!c->supervision.failed && options_.state_hash_every == 0 && !anchor_due_ &&
+      writer_.pending_bytes() < kLogBlockBytes &&
       (options_.mode != RecordingMode::kRing ||
        ring_.bytes().size() + writer_.pending_bytes() <= options_.ring_bytes)) {
     return;
@@ -265,6 +284,8 @@ void ReactorRecorder::end_event(Cell* c) {
       return;
     }
     writer_.end_event();
+    // The file mode's bound (write_block says when it is passed), between two events.
+    if (anchor_due_ && c->state == CellState::kLive) anchor(c, writer_.events(), true);
   } catch (const std::exception& e) {
     stop(c, e.what());
   }
@@ -273,6 +294,7 @@ void ReactorRecorder::end_event(Cell* c) {
 void ReactorRecorder::write_block(std::uint64_t events_before, std::span<const unsigned char> block) {
   if (options_.mode == RecordingMode::kFile) {
     file_->write_block(events_before, block);
+    anchor_due_ = options_.anchor_every_bytes != 0 && file_->bytes_written() > options_.anchor_every_bytes;
   } else {
     ring_.write_block(events_before, block);
   }
