@@ -206,8 +206,11 @@ double replay_rate(const std::filesystem::path& recording, bool check_outputs, s
   return static_cast<double>(delivered) / elapsed;
 }
 
-// The original run without a recording: the same reactors and Items, for scale.
-double unrecorded_rate(std::uint64_t items) {
+// One run of the counter fed `items` by a feeder on the other worker, recorded with `recording`
+// (mode kOff for none): the rate of its items, from the first to the last (times taken outside
+// the heap), and the directory of its recording.
+double counter_rate(std::uint64_t items, const reheap::RecordingOptions& recording,
+                    std::filesystem::path* recording_dir) {
   g_first_ns = 0;
   g_last_ns = 0;
   g_timing = true;
@@ -218,14 +221,18 @@ double unrecorded_rate(std::uint64_t items) {
     reheap::SpawnOptions on0;
     on0.name = "counter";
     on0.worker = 0;
+    on0.recording = recording;
     const ActorRef counter = rt.spawn<Counter>(on0, items);
     reheap::SpawnOptions on1;
     on1.name = "feeder";
     on1.worker = 1;
     rt.spawn<Feeder>(on1, counter, items);
-    if (!rt.wait_idle(std::chrono::minutes(10))) fail("the unrecorded run did not go idle");
-    if (rt.stats(counter).messages_in != items) fail("the unrecorded counter missed items");
-  }
+    if (!rt.wait_idle(std::chrono::minutes(10))) fail("the run did not go idle");
+    const reheap::ReactorStats stats = rt.stats(counter);
+    if (stats.messages_in != items) fail("the counter got " + std::to_string(stats.messages_in) + " items");
+    if (stats.recording_errors != 0) fail("the recording stopped after an error");
+    if (recording_dir != nullptr) *recording_dir = recording_of(recording.directory, counter);
+  }  // the runtime stops: the counter's log ends with on_stop, and its addresses are free again
   g_timing = false;
   const std::int64_t span_ns = g_last_ns.load() - g_first_ns.load();
   if (g_first_ns.load() == 0 || g_last_ns.load() == 0 || span_ns <= 0) fail("no first/last item time");
@@ -235,34 +242,9 @@ double unrecorded_rate(std::uint64_t items) {
 SpeedSample measure_speed(const std::filesystem::path& parent, std::uint64_t items, std::uint32_t hash_every) {
   ScratchDir dir(parent);
   SpeedSample s;
-  s.unrecorded_eps = unrecorded_rate(items);
+  s.unrecorded_eps = counter_rate(items, reheap::recording_off(), nullptr);  // for scale
   std::filesystem::path recording;
-  g_first_ns = 0;
-  g_last_ns = 0;
-  g_timing = true;
-  {
-    reheap::RuntimeConfig config;
-    config.workers = 2;
-    reheap::Runtime rt(config);
-    reheap::SpawnOptions on0;
-    on0.name = "counter";
-    on0.worker = 0;
-    on0.recording = file_recording(dir.path(), hash_every);
-    const ActorRef counter = rt.spawn<Counter>(on0, items);
-    reheap::SpawnOptions on1;
-    on1.name = "feeder";
-    on1.worker = 1;
-    rt.spawn<Feeder>(on1, counter, items);
-    if (!rt.wait_idle(std::chrono::minutes(10))) fail("the recorded run did not go idle");
-    const reheap::ReactorStats stats = rt.stats(counter);
-    if (stats.messages_in != items) fail("the counter got " + std::to_string(stats.messages_in) + " items");
-    if (stats.recording_errors != 0) fail("the recording stopped after an error");
-    recording = recording_of(dir.path(), counter);
-  }  // the runtime stops: the counter's log ends with on_stop, and its addresses are free again
-  g_timing = false;
-  const std::int64_t span_ns = g_last_ns.load() - g_first_ns.load();
-  if (g_first_ns.load() == 0 || g_last_ns.load() == 0 || span_ns <= 0) fail("no first/last item time");
-  s.original_eps = static_cast<double>(items - 1) / (static_cast<double>(span_ns) * 1e-9);
+  s.original_eps = counter_rate(items, file_recording(dir.path(), hash_every), &recording);
 
   s.replay_on_eps = replay_rate(recording, true, items, &s.events, &s.compared_state);
   bool ignored = false;
