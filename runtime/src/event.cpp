@@ -16,6 +16,9 @@ const char* hook_name(EventKind kind) noexcept {
     case EventKind::kData: return "on_data";
     case EventKind::kClosed: return "on_closed";
     case EventKind::kStop: return "on_stop";
+    case EventKind::kEnd: return "on_end";
+    case EventKind::kDrained: return "on_drained";
+    case EventKind::kAcceptError: return "on_accept_error";
   }
   return "an unknown hook";
 }
@@ -31,6 +34,9 @@ void deliver_to(Reactor& reactor, const Event& event) {
     case EventKind::kData: reactor.on_data(event.socket, event.data); return;
     case EventKind::kClosed: reactor.on_closed(event.socket, event.error); return;
     case EventKind::kStop: reactor.on_stop(); return;
+    case EventKind::kEnd: reactor.on_end(event.socket); return;
+    case EventKind::kDrained: reactor.on_drained(event.socket); return;
+    case EventKind::kAcceptError: reactor.on_accept_error(event.socket, event.error); return;
   }
 }
 

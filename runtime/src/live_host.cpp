@@ -73,8 +73,14 @@ SocketId LiveHost::connect(const std::string& host, std::uint16_t port) {
   return tcp_connect(worker_, cell_, host, port);
 }
 
-bool LiveHost::write(SocketId socket, std::span<const char> data) { return tcp_write(cell_, socket, data); }
+WriteResult LiveHost::write(SocketId socket, std::span<const char> data) { return tcp_write(cell_, socket, data); }
 void LiveHost::close(SocketId socket) { tcp_close(cell_, socket); }
 void LiveHost::set_no_delay(SocketId socket, bool on) { tcp_set_no_delay(cell_, socket, on); }
+
+void LiveHost::set_reading(SocketId socket, bool on) { tcp_set_reading(cell_, socket, on); }
+
+void LiveHost::set_write_high_water(SocketId socket, std::size_t bytes) {
+  tcp_set_write_high_water(cell_, socket, bytes);
+}
 
 }  // namespace reheap::detail

@@ -41,9 +41,11 @@ class LiveHost final : public ReactorHost {
   SocketId listen(const std::string& host, std::uint16_t port, bool reuse_port, int backlog) override;
   std::uint16_t local_port(SocketId socket) override;
   SocketId connect(const std::string& host, std::uint16_t port) override;
-  bool write(SocketId socket, std::span<const char> data) override;
+  WriteResult write(SocketId socket, std::span<const char> data) override;
   void close(SocketId socket) override;
   void set_no_delay(SocketId socket, bool on) override;
+  void set_reading(SocketId socket, bool on) override;
+  void set_write_high_water(SocketId socket, std::size_t bytes) override;
 
   void count_unhandled() noexcept override { cell_->stats.unhandled++; }
   void count_decode_error() noexcept override { cell_->stats.decode_errors++; }

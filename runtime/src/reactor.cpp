@@ -114,7 +114,7 @@ SocketId Reactor::connect(const std::string& host, std::uint16_t port) {
   return require_current("connect").connect(host, port);
 }
 
-bool Reactor::write(SocketId socket, std::span<const char> data) {
+WriteResult Reactor::write(SocketId socket, std::span<const char> data) {
   return require_current("write").write(socket, data);
 }
 
@@ -123,5 +123,15 @@ void Reactor::close(SocketId socket) { require_current("close").close(socket); }
 void Reactor::set_no_delay(SocketId socket, bool on) {
   require_current("set_no_delay").set_no_delay(socket, on);
 }
+
+void Reactor::pause_reading(SocketId socket) { require_current("pause_reading").set_reading(socket, false); }
+
+void Reactor::resume_reading(SocketId socket) { require_current("resume_reading").set_reading(socket, true); }
+
+void Reactor::set_write_high_water(SocketId socket, std::size_t bytes) {
+  require_current("set_write_high_water").set_write_high_water(socket, bytes);
+}
+
+void Reactor::on_end(SocketId socket) { close(socket); }
 
 }  // namespace reheap

@@ -417,6 +417,7 @@ RuntimeStats Runtime::stats() const noexcept {
   s.dead_letters = impl_->dead_letters.load(std::memory_order_relaxed);
   s.failures = impl_->failures.load(std::memory_order_relaxed);
   s.recording_errors = impl_->recording_errors.load(std::memory_order_relaxed);
+  s.accept_errors = impl_->accept_errors.load(std::memory_order_relaxed);
   for (const auto& w : impl_->workers) s.wakeups += w->wakeups.load(std::memory_order_relaxed);
   return s;
 }

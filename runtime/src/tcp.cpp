@@ -1,12 +1,14 @@
 // TCP for reactors (see tcp.h).
 #include "tcp.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,24 +16,33 @@
 
 #include "reactor_access.h"
 #include "reheap/heap_scope.h"
+#include "runtime_impl.h"
 #include "worker.h"
 
 namespace reheap::detail {
 
 struct TcpSocket {
-  uv_tcp_t tcp;
+  uv_tcp_t tcp;    // a connection's handle
+  uv_poll_t poll;  // a listener's: it accepts itself (on_listener_ready says why)
+  int listen_fd = -1;
   Cell* cell;
   std::uint64_t owner;  // the cell's occupant: a recycled cell ignores late callbacks
   SocketId id;
   bool listener = false;
   bool closing = false;
   bool notify_close = false;  // deliver on_closed when the close completes
+  bool reading = false;       // uv_read_start is in effect
+  bool ended = false;         // the peer's EOF arrived (on_end)
+  bool above_high_water = false;  // a write reported it: on_drained is owed when the queue empties
+  std::size_t high_water = Reactor::kDefaultWriteHighWater;
+  std::error_code close_error;  // what on_closed reports when the close completes
 };
 
 namespace {
 
 struct WriteRequest {
   uv_write_t req;
+  TcpSocket* socket;
   std::size_t size;
   // the bytes follow
   char* bytes() noexcept { return reinterpret_cast<char*>(this + 1); }
@@ -53,8 +64,13 @@ bool current_owner(const TcpSocket* s) noexcept {
   return s->cell->id.load(std::memory_order_relaxed) == s->owner;
 }
 
+uv_handle_t* handle_of(TcpSocket* s) noexcept {
+  return s->listener ? reinterpret_cast<uv_handle_t*>(&s->poll) : reinterpret_cast<uv_handle_t*>(&s->tcp);
+}
+
 void on_handle_closed(uv_handle_t* h) {
   auto* s = static_cast<TcpSocket*>(h->data);
+  if (s->listen_fd >= 0) ::close(s->listen_fd);
   if (current_owner(s)) {
     // A socket closed while its writes were still queued stayed in the map until now (tcp_close).
     HeapScope system(nullptr);
@@ -63,7 +79,7 @@ void on_handle_closed(uv_handle_t* h) {
   }
   if (s->notify_close && current_owner(s)) {
     const SocketId id = s->id;
-    worker_of(h).deliver_event(s->cell, Event{.kind = EventKind::kClosed, .socket = id});
+    worker_of(h).deliver_event(s->cell, Event{.kind = EventKind::kClosed, .socket = id, .error = s->close_error});
   }
   HeapScope system(nullptr);
   delete s;
@@ -78,8 +94,18 @@ void drop(TcpSocket* s, bool notify_on_close) {
     HeapScope system(nullptr);
     s->cell->sockets.erase(s->id);
   }
-  uv_close(reinterpret_cast<uv_handle_t*>(&s->tcp), on_handle_closed);
+  uv_close(handle_of(s), on_handle_closed);
 }
+
+// The socket failed (a write the kernel refused, or that failed in the queue): close it, and
+// let the reactor hear the error when the close completes, never from inside its own write().
+void fail(TcpSocket* s, std::error_code error) {
+  if (s->closing) return;
+  s->close_error = error;
+  drop(s, true);
+}
+
+void start_reading(TcpSocket* s);
 
 void on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) {
   Worker& w = worker_of(h);
@@ -97,7 +123,15 @@ void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     w.deliver_event(s->cell, Event{.kind = EventKind::kData, .socket = id, .data = data});
     return;
   }
-  // EOF or error: the socket is gone; the reactor hears it once.
+  if (nread == UV_EOF) {
+    // The peer sent everything; it may still read. The socket stays for the replies.
+    uv_read_stop(stream);
+    s->reading = false;
+    s->ended = true;
+    w.deliver_event(s->cell, Event{.kind = EventKind::kEnd, .socket = id});
+    return;
+  }
+  // An error: the socket is gone; the reactor hears it once.
   Cell* c = s->cell;
   const std::error_code ec = uv_error(static_cast<int>(nread));
   drop(s, false);
@@ -107,8 +141,9 @@ void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
 TcpSocket* new_socket(Worker& w, Cell* c, bool listener) {
   HeapScope system(nullptr);
   auto* s = new TcpSocket{};
-  uv_tcp_init(w.loop(), &s->tcp);
+  if (!listener) uv_tcp_init(w.loop(), &s->tcp);
   s->tcp.data = s;
+  s->poll.data = s;
   s->cell = c;
   s->owner = c->id.load(std::memory_order_relaxed);
   s->id = ReactorAccess::next_socket(*c->reactor);
@@ -117,20 +152,75 @@ TcpSocket* new_socket(Worker& w, Cell* c, bool listener) {
   return s;
 }
 
-void on_connection(uv_stream_t* server, int status) {
-  auto* l = static_cast<TcpSocket*>(server->data);
-  if (status < 0 || !current_owner(l) || l->cell->state != CellState::kLive) return;
-  Worker& w = worker_of(reinterpret_cast<uv_handle_t*>(server));
-  Cell* c = l->cell;
-  TcpSocket* s = new_socket(w, c, false);
-  if (uv_accept(server, reinterpret_cast<uv_stream_t*>(&s->tcp)) != 0) {
-    drop(s, false);
-    return;
+void start_reading(TcpSocket* s) {
+  if (s->reading || s->ended || s->closing || s->listener) return;
+  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&s->tcp), on_alloc, on_read) == 0) s->reading = true;
+}
+
+// A descriptor kept open to be closed when the process has none left, so that the connections
+// waiting on a listener can be accepted and closed (their clients hear it at once, instead of
+// hanging in the backlog) and the listener does not spin on a readable socket it cannot serve.
+std::atomic<int> reserve_fd{-1};
+
+void keep_reserve() noexcept {
+  if (reserve_fd.load(std::memory_order_relaxed) >= 0) return;
+  const int fd = ::open("/", O_RDONLY | O_CLOEXEC);
+  int none = -1;
+  if (fd >= 0 && !reserve_fd.compare_exchange_strong(none, fd)) ::close(fd);
+}
+
+// Out of descriptors: spend the reserve to shed what waits on `listen_fd`, then take it back.
+void shed_waiting_connections(int listen_fd) noexcept {
+  const int reserve = reserve_fd.exchange(-1);
+  if (reserve < 0) return;
+  ::close(reserve);
+  for (;;) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      ::close(fd);
+    } else if (errno != EINTR && errno != ECONNABORTED) {
+      break;
+    }
   }
-  uv_read_start(reinterpret_cast<uv_stream_t*>(&s->tcp), on_alloc, on_read);
+  keep_reserve();
+}
+
+// The listener accepts with accept4 itself rather than through uv_listen: libuv 1.44's own
+// answer to EMFILE sheds the waiting connections silently (its callback never hears of it), and
+// a service must be told that it ran out of descriptors. Up to kAcceptBatch connections per
+// wake-up keep one busy listener from starving the loop's other handles.
+void on_listener_ready(uv_poll_t* handle, int status, int) {
+  constexpr int kAcceptBatch = 64;
+  auto* l = static_cast<TcpSocket*>(handle->data);
+  if (l->closing || !current_owner(l) || l->cell->state != CellState::kLive) return;
+  Worker& w = worker_of(reinterpret_cast<uv_handle_t*>(handle));
+  Cell* c = l->cell;
   const SocketId lid = l->id;
-  const SocketId id = s->id;
-  w.deliver_event(c, Event{.kind = EventKind::kAccept, .socket = lid, .connection = id});
+  for (int i = 0; i < kAcceptBatch && status == 0 && !l->closing; ++i) {
+    const int fd = ::accept4(l->listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      const int error = errno;
+      if (error == EAGAIN || error == EWOULDBLOCK) return;
+      if (error == EINTR || error == ECONNABORTED) continue;
+      if (error == EMFILE || error == ENFILE) shed_waiting_connections(l->listen_fd);
+      status = -error;
+      break;
+    }
+    TcpSocket* s = new_socket(w, c, false);
+    if (const int rc = uv_tcp_open(&s->tcp, fd); rc != 0) {
+      ::close(fd);
+      drop(s, false);
+      status = rc;
+      break;
+    }
+    start_reading(s);
+    const SocketId id = s->id;
+    w.deliver_event(c, Event{.kind = EventKind::kAccept, .socket = lid, .connection = id});
+    if (l->cell->state != CellState::kLive) return;
+  }
+  if (status == 0) return;
+  w.runtime().accept_errors.fetch_add(1, std::memory_order_relaxed);
+  w.deliver_event(c, Event{.kind = EventKind::kAcceptError, .socket = lid, .error = uv_error(status)});
 }
 
 struct ConnectRequest {
@@ -151,7 +241,7 @@ void on_connected(uv_connect_t* req, int status) {
   const SocketId id = s->id;
   const std::error_code ec = uv_error(status);
   if (status == 0) {
-    uv_read_start(reinterpret_cast<uv_stream_t*>(&s->tcp), on_alloc, on_read);
+    start_reading(s);
   } else {
     drop(s, false);
   }
@@ -172,8 +262,21 @@ TcpSocket* find(Cell* c, SocketId id) {
   return it == c->sockets.end() ? nullptr : it->second;
 }
 
-void on_written(uv_write_t* req, int) {
-  std::free(req->data);  // the WriteRequest; a failed write also surfaces as a read error
+void on_written(uv_write_t* req, int status) {
+  auto* wr = static_cast<WriteRequest*>(req->data);
+  TcpSocket* s = wr->socket;  // alive: libuv runs a handle's write callbacks before its close
+  std::free(wr);
+  if (s->closing || status == UV_ECANCELED) return;
+  if (status < 0) {
+    fail(s, uv_error(status));
+    return;
+  }
+  if (!s->above_high_water || !current_owner(s)) return;
+  if (uv_stream_get_write_queue_size(reinterpret_cast<uv_stream_t*>(&s->tcp)) != 0) return;
+  s->above_high_water = false;
+  const SocketId id = s->id;
+  worker_of(reinterpret_cast<uv_handle_t*>(&s->tcp))
+      .deliver_event(s->cell, Event{.kind = EventKind::kDrained, .socket = id});
 }
 
 void on_shutdown(uv_shutdown_t* req, int) {
@@ -189,32 +292,34 @@ void on_shutdown(uv_shutdown_t* req, int) {
 SocketId tcp_listen(Worker& w, Cell* c, const std::string& host, std::uint16_t port,
                     bool reuse_port, int backlog) {
   const sockaddr_storage addr = parse_address(host, port);
-  TcpSocket* s = new_socket(w, c, true);
   const std::string what = "reheap: listen on " + host + ":" + std::to_string(port);
-  int rc = 0;
-  if (reuse_port) {
-    // libuv 1.44 has no UV_TCP_REUSEPORT: make the socket ourselves and hand it over.
-    const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    if (fd < 0) {
-      rc = -errno;
-    } else if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-               ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
-               ::bind(fd, reinterpret_cast<const sockaddr*>(&addr),
-                      addr.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6)) !=
-                   0) {
-      rc = -errno;
-      ::close(fd);
-    } else {
-      rc = uv_tcp_open(&s->tcp, fd);
-      if (rc != 0) ::close(fd);
-    }
-  } else {
-    rc = uv_tcp_bind(&s->tcp, reinterpret_cast<const sockaddr*>(&addr), 0);
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw_uv(-errno, what);
+  // SO_REUSEADDR as libuv sets it: a restarted service binds while old connections linger.
+  // SO_REUSEPORT on request (libuv 1.44 has no UV_TCP_REUSEPORT).
+  const int one = 1;
+  const socklen_t length = addr.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      (reuse_port && ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) ||
+      ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), length) != 0 || ::listen(fd, backlog) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw_uv(-error, what);
   }
-  if (rc == 0) rc = uv_listen(reinterpret_cast<uv_stream_t*>(&s->tcp), backlog, on_connection);
-  if (rc != 0) {
-    drop(s, false);
+  keep_reserve();
+  TcpSocket* s = new_socket(w, c, true);
+  s->listen_fd = fd;  // closed with the handle (on_handle_closed)
+  if (const int rc = uv_poll_init(w.loop(), &s->poll, fd); rc != 0) {
+    {
+      HeapScope system(nullptr);
+      c->sockets.erase(s->id);
+      delete s;  // no handle was made: nothing to close but the descriptor
+    }
+    ::close(fd);
+    throw_uv(rc, what);
+  }
+  if (const int rc = uv_poll_start(&s->poll, UV_READABLE, on_listener_ready); rc != 0) {
+    drop(s, false);  // closes the descriptor with the handle
     throw_uv(rc, what);
   }
   return s->id;
@@ -247,16 +352,22 @@ std::uint16_t tcp_local_port(Cell* c, SocketId socket) {
   TcpSocket* s = find(c, socket);
   if (s == nullptr) throw_uv(UV_EBADF, "reheap: local_port: no such socket");
   sockaddr_storage addr{};
-  int len = sizeof addr;
-  const int rc = uv_tcp_getsockname(&s->tcp, reinterpret_cast<sockaddr*>(&addr), &len);
+  int rc = 0;
+  if (s->listener) {
+    socklen_t len = sizeof addr;
+    if (::getsockname(s->listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) rc = -errno;
+  } else {
+    int len = sizeof addr;
+    rc = uv_tcp_getsockname(&s->tcp, reinterpret_cast<sockaddr*>(&addr), &len);
+  }
   if (rc != 0) throw_uv(rc, "reheap: local_port");
   if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
 }
 
-bool tcp_write(Cell* c, SocketId socket, std::span<const char> data) {
+WriteResult tcp_write(Cell* c, SocketId socket, std::span<const char> data) {
   TcpSocket* s = find(c, socket);
-  if (s == nullptr || s->closing || s->listener) return false;
+  if (s == nullptr || s->closing || s->listener) return {};
   auto* stream = reinterpret_cast<uv_stream_t*>(&s->tcp);
   std::size_t done = 0;
   if (uv_stream_get_write_queue_size(stream) == 0) {
@@ -265,22 +376,27 @@ bool tcp_write(Cell* c, SocketId socket, std::span<const char> data) {
     if (n >= 0) {
       done = static_cast<std::size_t>(n);
     } else if (n != UV_EAGAIN) {
-      return false;  // the read side reports the error and the close
+      fail(s, uv_error(n));  // EPIPE, ECONNRESET: heard as on_closed, also while not reading
+      return {};
     }
   }
-  if (done == data.size()) return true;
+  if (done == data.size()) return {.written = true, .above_high_water = s->above_high_water};
   const std::size_t rest = data.size() - done;
   auto* wr = static_cast<WriteRequest*>(std::malloc(sizeof(WriteRequest) + rest));
-  if (wr == nullptr) return false;
+  if (wr == nullptr) return {};
+  wr->socket = s;
   wr->size = rest;
   std::memcpy(wr->bytes(), data.data() + done, rest);
   wr->req.data = wr;
   uv_buf_t buf = uv_buf_init(wr->bytes(), static_cast<unsigned>(rest));
-  if (uv_write(&wr->req, stream, &buf, 1, on_written) != 0) {
+  const int rc = uv_write(&wr->req, stream, &buf, 1, on_written);
+  if (rc != 0) {
     std::free(wr);
-    return false;
+    fail(s, uv_error(rc));
+    return {};
   }
-  return true;
+  if (uv_stream_get_write_queue_size(stream) > s->high_water) s->above_high_water = true;
+  return {.written = true, .above_high_water = s->above_high_water};
 }
 
 void tcp_close(Cell* c, SocketId socket) {
@@ -296,6 +412,7 @@ void tcp_close(Cell* c, SocketId socket) {
     s->closing = true;
     s->notify_close = true;
     uv_read_stop(stream);
+    s->reading = false;
     auto* req = static_cast<uv_shutdown_t*>(std::malloc(sizeof(uv_shutdown_t)));
     if (req != nullptr) {
       req->data = s;
@@ -312,6 +429,21 @@ void tcp_set_no_delay(Cell* c, SocketId socket, bool on) {
   if (TcpSocket* s = find(c, socket)) uv_tcp_nodelay(&s->tcp, on ? 1 : 0);
 }
 
+void tcp_set_reading(Cell* c, SocketId socket, bool on) {
+  TcpSocket* s = find(c, socket);
+  if (s == nullptr) return;
+  if (on) {
+    start_reading(s);
+  } else if (s->reading) {
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&s->tcp));
+    s->reading = false;
+  }
+}
+
+void tcp_set_write_high_water(Cell* c, SocketId socket, std::size_t bytes) {
+  if (TcpSocket* s = find(c, socket)) s->high_water = bytes;
+}
+
 void close_sockets(Worker&, Cell* c) {
   while (!c->sockets.empty()) {
     TcpSocket* s = c->sockets.begin()->second;
@@ -326,7 +458,7 @@ void close_sockets(Worker&, Cell* c) {
       c->sockets.erase(c->sockets.begin());
     }
     s->notify_close = false;
-    auto* h = reinterpret_cast<uv_handle_t*>(&s->tcp);
+    uv_handle_t* h = handle_of(s);
     if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
   }
 }

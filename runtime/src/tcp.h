@@ -4,6 +4,16 @@
 // cell, both in process memory). Reads go into the worker's one read buffer and are handed to
 // on_data as a span, so bytes are copied once, by the kernel. Writes try uv_try_write first and
 // copy only the part the kernel did not take into a write request.
+//
+// Backpressure and faults. The bytes queued in write requests are compared with the socket's
+// high-water mark at each write (reported in WriteResult); when a queue that was reported above it
+// empties, the reactor gets on_drained. Reading can be stopped and started (uv_read_stop/start).
+// The peer's EOF is on_end, and the socket stays open for writing: a half-closed peer still gets
+// its replies. A socket fails once, whichever side sees it first (a read error, a write the
+// kernel refuses, a queued write that fails): it is closed and the reactor hears on_closed with
+// the error, even while reading is paused. A failed accept (EMFILE: libuv then accepts and
+// drops the pending connections with its reserve descriptor) is on_accept_error; the listener
+// stays.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +30,11 @@ SocketId tcp_listen(Worker& w, Cell* c, const std::string& host, std::uint16_t p
                     bool reuse_port, int backlog);
 SocketId tcp_connect(Worker& w, Cell* c, const std::string& host, std::uint16_t port);
 std::uint16_t tcp_local_port(Cell* c, SocketId socket);
-bool tcp_write(Cell* c, SocketId socket, std::span<const char> data);
+WriteResult tcp_write(Cell* c, SocketId socket, std::span<const char> data);
 void tcp_close(Cell* c, SocketId socket);
 void tcp_set_no_delay(Cell* c, SocketId socket, bool on);
+void tcp_set_reading(Cell* c, SocketId socket, bool on);
+void tcp_set_write_high_water(Cell* c, SocketId socket, std::size_t bytes);
 void close_sockets(Worker& w, Cell* c);    // teardown: close all, no hooks
 void close_listeners(Worker& w, Cell* c);  // shutdown: stop accepting
 void record_sockets(Cell* c);              // snapshot: the open ids, into the reactor's heap

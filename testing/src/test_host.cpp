@@ -56,8 +56,12 @@ Runtime& TestHost::runtime() {
 SocketId TestHost::listen(const std::string&, std::uint16_t, bool, int) { throw_no_sockets("listen"); }
 std::uint16_t TestHost::local_port(SocketId) { throw_no_sockets("local_port"); }
 SocketId TestHost::connect(const std::string&, std::uint16_t) { throw_no_sockets("connect"); }
-bool TestHost::write(SocketId, std::span<const char>) { throw_no_sockets("write"); }
+WriteResult TestHost::write(SocketId, std::span<const char>) { throw_no_sockets("write"); }
 void TestHost::close(SocketId) { throw_no_sockets("close"); }
 void TestHost::set_no_delay(SocketId, bool) { throw_no_sockets("set_no_delay"); }
+
+void TestHost::set_reading(SocketId, bool on) { throw_no_sockets(on ? "resume_reading" : "pause_reading"); }
+
+void TestHost::set_write_high_water(SocketId, std::size_t) { throw_no_sockets("set_write_high_water"); }
 
 }  // namespace reheap::testing::detail

@@ -82,9 +82,11 @@ class TestHost final : public ReactorHost {
   SocketId listen(const std::string& host, std::uint16_t port, bool reuse_port, int backlog) override;
   std::uint16_t local_port(SocketId socket) override;
   SocketId connect(const std::string& host, std::uint16_t port) override;
-  bool write(SocketId socket, std::span<const char> data) override;
+  WriteResult write(SocketId socket, std::span<const char> data) override;
   void close(SocketId socket) override;
   void set_no_delay(SocketId socket, bool on) override;
+  void set_reading(SocketId socket, bool on) override;
+  void set_write_high_water(SocketId socket, std::size_t bytes) override;
 
  private:
   const VirtualClock& clock_;

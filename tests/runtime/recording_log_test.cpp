@@ -133,6 +133,16 @@ std::vector<LogRecord> every_kind() {
   no_delay.id = 12;
   no_delay.value[0] = 1;
   v.push_back(no_delay);
+  LogRecord reading = make(RecordKind::kSetReading);
+  reading.id = 12;
+  v.push_back(reading);  // pause_reading: value 0
+  LogRecord high_water = make(RecordKind::kSetWriteHighWater);
+  high_water.id = 12;
+  high_water.value[0] = 1ull << 33;
+  v.push_back(high_water);
+  LogRecord above = write;
+  above.result = encode_write_result({.written = true, .above_high_water = true});
+  v.push_back(above);
   LogRecord worker = make(RecordKind::kWorker);
   worker.value[0] = static_cast<std::uint64_t>(-1ll);
   v.push_back(worker);
@@ -162,6 +172,17 @@ std::vector<LogRecord> every_kind() {
   closed.error_category = ErrorCategory::kGeneric;
   closed.error_value = 103;
   v.push_back(closed);
+  LogRecord end = make(RecordKind::kEnd);
+  end.id = 15;
+  v.push_back(end);
+  LogRecord drained = make(RecordKind::kDrained);
+  drained.id = 15;
+  v.push_back(drained);
+  LogRecord accept_error = make(RecordKind::kAcceptError);
+  accept_error.id = 11;
+  accept_error.error_category = ErrorCategory::kSystem;
+  accept_error.error_value = 24;
+  v.push_back(accept_error);
   v.push_back(make(RecordKind::kRestored));
   LogRecord failed = make(RecordKind::kEventFailed);
   failed.text = "on_restored";

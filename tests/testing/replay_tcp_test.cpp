@@ -36,6 +36,9 @@ class EchoLog : public Reactor {
   void on_accept(SocketId, SocketId connection) override {
     connections_.push_back(connection);
     set_no_delay(connection, true);
+    set_write_high_water(connection, 1 << 16);  // backpressure calls are outputs, replayed too
+    pause_reading(connection);
+    resume_reading(connection);
   }
   void on_data(SocketId id, std::span<const char> data) override {
     const std::string text(data.data(), data.size());
@@ -44,6 +47,10 @@ class EchoLog : public Reactor {
     if (text == "bye") close(id);
   }
   void on_closed(SocketId, std::error_code) override { ++closed_; }
+  void on_end(SocketId id) override {
+    ++ended_;
+    close(id);
+  }
 
   const std::string& received() const { return received_; }
   const std::vector<SocketId>& connections() const { return connections_; }
@@ -55,6 +62,7 @@ class EchoLog : public Reactor {
   std::vector<SocketId> connections_;
   std::string received_;
   int closed_ = 0;
+  int ended_ = 0;
 };
 
 // Sends `text` and reads the echo (`echo:` + text) on a blocking socket.

@@ -34,16 +34,19 @@ enum class EventKind : std::uint8_t {
   kData = 7,      // on_data(socket, data)
   kClosed = 8,    // on_closed(socket, error)
   kStop = 9,      // on_stop
+  kEnd = 10,      // on_end(socket): the peer sent everything (it half-closed or closed)
+  kDrained = 11,  // on_drained(socket): the write queue that crossed its high-water mark is empty
+  kAcceptError = 12,  // on_accept_error(socket = the listener, error): accepting failed (EMFILE)
 };
 
 struct Event {
   EventKind kind = EventKind::kStart;
   const Message* message = nullptr;  // kMessage (its sender is message->sender())
   TimerId timer = 0;                 // kTimer
-  SocketId socket = 0;               // kAccept (the listener), kConnect, kData, kClosed
+  SocketId socket = 0;               // kAccept and kAcceptError (the listener), and TCP kinds
   SocketId connection = 0;           // kAccept
   std::span<const char> data{};      // kData: valid during the call
-  std::error_code error{};           // kConnect, kClosed
+  std::error_code error{};           // kConnect, kClosed, kAcceptError
 };
 
 // The hook's name, for failure reports ("on_message", ...).

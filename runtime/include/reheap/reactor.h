@@ -32,7 +32,10 @@
 // TCP: sockets belong to the reactor that opened or accepted them and are named by SocketId.
 // Reading starts at once; on_data gets a span into the worker's read buffer, valid during the
 // call (no copy is made between the kernel and the handler). write() tries to write at once and
-// copies only what the kernel did not take. Sockets are process resources: a snapshot does not
+// copies only what the kernel did not take; it reports a queue above the socket's high-water
+// mark, on_drained says when it is empty again, and reading can be paused (backpressure). The
+// peer's end of input is on_end (the socket still writes); a reset or a failed write is
+// on_closed with the error, exactly once. Sockets are process resources: a snapshot does not
 // hold them; after a restore the reactor gets on_closed(id, connection_aborted) for each socket it
 // had, and a reactor with open sockets cannot move to another worker (Runtime::move refuses).
 //
@@ -87,6 +90,15 @@ class Reactor {
   virtual void on_connect(SocketId, std::error_code) {}
   virtual void on_data(SocketId, std::span<const char>) {}
   virtual void on_closed(SocketId, std::error_code) {}
+  // The peer will send nothing more (it half-closed its side, or closed). The socket still
+  // takes writes, so the replies to what it sent can go out. Default: close(socket), which
+  // flushes what is queued and then calls on_closed.
+  virtual void on_end(SocketId socket);
+  // A write reported above_high_water, and since then the socket's queue has drained to empty.
+  virtual void on_drained(SocketId) {}
+  // Accepting a connection on `listener` failed (EMFILE, ENFILE, ENOMEM, ...); the listener
+  // stays open and keeps accepting. Default: nothing (RuntimeStats::accept_errors counts it).
+  virtual void on_accept_error(SocketId /*listener*/, std::error_code) {}
   virtual void on_restored() {}
   virtual void on_stop() {}
 
@@ -158,7 +170,8 @@ class Reactor {
                   int backlog = 511);
   std::uint16_t local_port(SocketId socket) const;
   SocketId connect(const std::string& host, std::uint16_t port);  // then on_connect
-  // False if the socket is closed or unknown. Data not written at once is copied and queued.
+  // Not written (false) if the socket is closed or unknown. Data not written at once is copied
+  // and queued; above_high_water says the queue passed the socket's high-water mark.
   // The span overload sends bytes as they are; the others send text, exactly its characters:
   // a std::string, std::string_view or const char* (up to its NUL), and a char array such as a
   // string literal up to its first NUL, never past its end, so write(s, "OK\n") sends 3 bytes,
@@ -168,21 +181,30 @@ class Reactor {
   // ambiguous. Containers of char that are not text (std::vector<char>, std::array<char, N>)
   // convert to no string_view and go to the span overload; to send a char array's bytes
   // regardless of NULs, pass std::span(array).
-  bool write(SocketId socket, std::span<const char> data);
+  WriteResult write(SocketId socket, std::span<const char> data);
   template <std::size_t N>
-  bool write(SocketId socket, const char (&text)[N]) {
+  WriteResult write(SocketId socket, const char (&text)[N]) {
     std::size_t length = 0;
     while (length < N && text[length] != '\0') ++length;
     return write(socket, std::span<const char>(text, length));
   }
   template <class Text>
     requires(std::is_convertible_v<const Text&, std::string_view> && !std::is_array_v<Text>)
-  bool write(SocketId socket, const Text& text) {
+  WriteResult write(SocketId socket, const Text& text) {
     const std::string_view view = text;
     return write(socket, std::span<const char>(view.data(), view.size()));
   }
   void close(SocketId socket);  // then on_closed(socket, {}) ; pending writes are flushed first
   void set_no_delay(SocketId socket, bool on);
+  // Backpressure. Reading starts at once on every connection; pause_reading stops on_data (the
+  // kernel's buffer fills and the peer's sends block) until resume_reading. The high-water mark
+  // (kDefaultWriteHighWater unless set) is what write() compares the queued bytes with; the
+  // runtime never refuses a write for it: bounding memory is the reactor's choice (stop reading,
+  // drop the client), made when write() reports it.
+  static constexpr std::size_t kDefaultWriteHighWater = 1 << 20;
+  void pause_reading(SocketId socket);
+  void resume_reading(SocketId socket);
+  void set_write_high_water(SocketId socket, std::size_t bytes);
 
  protected:
   // Registers `Fn`, a member function `void (R::*)(const T&)`, for messages of type T. Raw

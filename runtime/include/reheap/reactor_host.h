@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -30,6 +31,17 @@ class Reactor;
 class Runtime;
 using TimerId = std::uint64_t;
 using SocketId = std::uint64_t;
+
+// What Reactor::write did. `written`: the bytes were taken (sent, or queued to be sent).
+// `above_high_water`: the socket's queue of bytes the kernel has not taken yet is above its
+// high-water mark (Reactor::set_write_high_water): the reactor should stop producing output for
+// it (pause reading, say) until on_drained. Converts to `written`, so `if (!write(...))` reads
+// as it always did.
+struct WriteResult {
+  bool written = false;
+  bool above_high_water = false;
+  constexpr operator bool() const noexcept { return written; }  // NOLINT: implicit on purpose
+};
 
 class ReactorHost {
  public:
@@ -61,9 +73,11 @@ class ReactorHost {
   virtual SocketId listen(const std::string& host, std::uint16_t port, bool reuse_port, int backlog) = 0;
   virtual std::uint16_t local_port(SocketId socket) = 0;
   virtual SocketId connect(const std::string& host, std::uint16_t port) = 0;
-  virtual bool write(SocketId socket, std::span<const char> data) = 0;
+  virtual WriteResult write(SocketId socket, std::span<const char> data) = 0;
   virtual void close(SocketId socket) = 0;
   virtual void set_no_delay(SocketId socket, bool on) = 0;
+  virtual void set_reading(SocketId socket, bool on) = 0;
+  virtual void set_write_high_water(SocketId socket, std::size_t bytes) = 0;
 
   // ---- statistics the base class's default handlers keep ----
   virtual void count_unhandled() noexcept {}

@@ -26,6 +26,7 @@
 
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
+#include "reheap/reactor_host.h"
 
 namespace reheap {
 
@@ -44,6 +45,9 @@ enum class RecordKind : std::uint8_t {
   kData = 7,
   kClosed = 8,
   kStop = 9,
+  kEnd = 10,         // id = socket
+  kDrained = 11,     // id = socket
+  kAcceptError = 12, // id = the listener, error
   // ---- answers and outputs of the current event, in call order ----
   kSystemNow = 32,   // value[0]: ns since the Unix epoch
   kSteadyNow = 33,   // value[0]: ns of the steady clock
@@ -57,13 +61,24 @@ enum class RecordKind : std::uint8_t {
   kListen = 41,      // text = host, port, id = the socket (0 if it threw), detail = what()
   kConnectCall = 42, // text = host, port, id = the socket (0 if it threw), detail = what()
   kLocalPort = 43,   // id = socket, port
-  kWrite = 44,       // id = socket, length, digest/bytes, result (1: written)
+  kWrite = 44,       // id = socket, length, digest/bytes, result (encode_write_result)
   kClose = 45,       // id = socket
   kSetNoDelay = 46,  // id = socket, value[0] = on
   kWorker = 47,      // value[0] = the worker index (as a signed value)
+  kSetReading = 48,  // id = socket, value[0] = on (resume_reading) or off (pause_reading)
+  kSetWriteHighWater = 49,  // id = socket, value[0] = bytes
   kStateHash = 60,   // digest = hash of the heap's used pages after the event
   kEventFailed = 61, // text = hook, detail = what it threw
 };
+
+// A kWrite record's result byte: bit 0 written, bit 1 above the high-water mark. Logs written
+// before the mark existed hold 0 or 1, which mean the same.
+constexpr std::uint8_t encode_write_result(WriteResult r) noexcept {
+  return static_cast<std::uint8_t>((r.written ? 1 : 0) | (r.above_high_water ? 2 : 0));
+}
+constexpr WriteResult decode_write_result(std::uint8_t byte) noexcept {
+  return WriteResult{.written = (byte & 1) != 0, .above_high_water = (byte & 2) != 0};
+}
 
 // True for records that open an event (inputs), false for answers and outputs.
 constexpr bool is_input(RecordKind kind) noexcept { return static_cast<std::uint8_t>(kind) < 32; }

@@ -92,6 +92,7 @@ struct RuntimeStats {
   std::uint64_t failures = 0;
   std::uint64_t wakeups = 0;             // eventfd writes to sleeping workers
   std::uint64_t recording_errors = 0;    // recordings stopped by an error (a full disk, ...)
+  std::uint64_t accept_errors = 0;       // connections a listener failed to accept (on_accept_error)
 };
 
 struct ReactorRestoreOptions {

@@ -232,6 +232,8 @@ struct LogReader::State {
       case RecordKind::kTimer:
       case RecordKind::kTimerCancel:
       case RecordKind::kClose:
+      case RecordKind::kEnd:
+      case RecordKind::kDrained:
         r.id = varint();
         return;
       case RecordKind::kAccept:
@@ -240,6 +242,7 @@ struct LogReader::State {
         return;
       case RecordKind::kConnect:
       case RecordKind::kClosed:
+      case RecordKind::kAcceptError:
         r.id = varint();
         error(r);
         return;
@@ -296,8 +299,13 @@ struct LogReader::State {
         r.result = byte();
         return;
       case RecordKind::kSetNoDelay:
+      case RecordKind::kSetReading:
         r.id = varint();
         r.value[0] = byte();
+        return;
+      case RecordKind::kSetWriteHighWater:
+        r.id = varint();
+        r.value[0] = varint();
         return;
       case RecordKind::kStateHash:
         r.digest = fixed64();

@@ -54,6 +54,9 @@ const char* to_string(RecordKind kind) noexcept {
     case RecordKind::kData: return "data";
     case RecordKind::kClosed: return "closed";
     case RecordKind::kStop: return "stop";
+    case RecordKind::kEnd: return "end";
+    case RecordKind::kDrained: return "drained";
+    case RecordKind::kAcceptError: return "accept_error";
     case RecordKind::kSystemNow: return "system_now";
     case RecordKind::kSteadyNow: return "steady_now";
     case RecordKind::kSeed: return "seed";
@@ -70,6 +73,8 @@ const char* to_string(RecordKind kind) noexcept {
     case RecordKind::kClose: return "close";
     case RecordKind::kSetNoDelay: return "set_no_delay";
     case RecordKind::kWorker: return "worker";
+    case RecordKind::kSetReading: return "set_reading";
+    case RecordKind::kSetWriteHighWater: return "set_write_high_water";
     case RecordKind::kStateHash: return "state_hash";
     case RecordKind::kEventFailed: return "event_failed";
   }
@@ -225,6 +230,8 @@ void LogWriter::append(const LogRecord& r) {
     case RecordKind::kTimer:
     case RecordKind::kTimerCancel:
     case RecordKind::kClose:
+    case RecordKind::kEnd:
+    case RecordKind::kDrained:
       put_varint(out, r.id);
       break;
     case RecordKind::kAccept:
@@ -233,6 +240,7 @@ void LogWriter::append(const LogRecord& r) {
       break;
     case RecordKind::kConnect:
     case RecordKind::kClosed:
+    case RecordKind::kAcceptError:
       put_varint(out, r.id);
       put_error(out, r);
       break;
@@ -301,8 +309,13 @@ void LogWriter::append(const LogRecord& r) {
       out.push_back(r.result);
       break;
     case RecordKind::kSetNoDelay:
+    case RecordKind::kSetReading:
       put_varint(out, r.id);
       out.push_back(r.value[0] != 0 ? 1 : 0);
+      break;
+    case RecordKind::kSetWriteHighWater:
+      put_varint(out, r.id);
+      put_varint(out, r.value[0]);
       break;
     case RecordKind::kStateHash:
       put_fixed<std::uint64_t>(out, r.digest);

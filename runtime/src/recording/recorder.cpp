@@ -216,8 +216,13 @@ void ReactorRecorder::write_input(const Event& event) {
       r.id = event.socket;
       r.connection = event.connection;
       break;
+    case EventKind::kEnd:
+    case EventKind::kDrained:
+      r.id = event.socket;
+      break;
     case EventKind::kConnect:
     case EventKind::kClosed:
+    case EventKind::kAcceptError:
       r.id = event.socket;
       r.error_category = category_of(event.error);
       r.error_value = event.error.value();

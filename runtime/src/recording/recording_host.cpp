@@ -190,14 +190,14 @@ std::uint16_t RecordingHost::local_port(SocketId socket) {
   return port;
 }
 
-bool RecordingHost::write(SocketId socket, std::span<const char> data) {
+WriteResult RecordingHost::write(SocketId socket, std::span<const char> data) {
   LogRecord& r = record(RecordKind::kWrite);
   r.id = socket;
   payload(r, data.data(), data.size());
-  const bool written = live_->write(socket, data);
-  scratch_.result = written ? 1 : 0;
+  const WriteResult result = live_->write(socket, data);
+  scratch_.result = encode_write_result(result);
   append();
-  return written;
+  return result;
 }
 
 void RecordingHost::close(SocketId socket) {
@@ -211,6 +211,22 @@ void RecordingHost::set_no_delay(SocketId socket, bool on) {
   LogRecord& r = record(RecordKind::kSetNoDelay);
   r.id = socket;
   r.value[0] = on ? 1 : 0;
+  append();
+}
+
+void RecordingHost::set_reading(SocketId socket, bool on) {
+  live_->set_reading(socket, on);
+  LogRecord& r = record(RecordKind::kSetReading);
+  r.id = socket;
+  r.value[0] = on ? 1 : 0;
+  append();
+}
+
+void RecordingHost::set_write_high_water(SocketId socket, std::size_t bytes) {
+  live_->set_write_high_water(socket, bytes);
+  LogRecord& r = record(RecordKind::kSetWriteHighWater);
+  r.id = socket;
+  r.value[0] = bytes;
   append();
 }
 

@@ -101,11 +101,17 @@ std::string describe_record(const LogRecord& r, bool with_answer) {
       return "local_port(socket " + std::to_string(r.id) + ")" + (with_answer ? " = " + std::to_string(r.port) : "");
     case RecordKind::kWrite:
       return "write(socket " + std::to_string(r.id) + ", " + payload_text(r) + ")" +
-             (with_answer ? (r.result != 0 ? " -> written" : " -> refused") : "");
+             (with_answer ? ((r.result & 1) != 0 ? ((r.result & 2) != 0 ? " -> written, above the high-water mark" : " -> written")
+                                                 : " -> refused")
+                          : "");
     case RecordKind::kClose:
       return "close(socket " + std::to_string(r.id) + ")";
     case RecordKind::kSetNoDelay:
       return "set_no_delay(socket " + std::to_string(r.id) + (r.value[0] != 0 ? ", on)" : ", off)");
+    case RecordKind::kSetReading:
+      return std::string(r.value[0] != 0 ? "resume_reading" : "pause_reading") + "(socket " + std::to_string(r.id) + ")";
+    case RecordKind::kSetWriteHighWater:
+      return "set_write_high_water(socket " + std::to_string(r.id) + ", " + std::to_string(r.value[0]) + " bytes)";
     default:
       return to_string(r.kind);
   }

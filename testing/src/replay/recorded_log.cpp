@@ -69,6 +69,12 @@ std::string describe_input(const LogRecord& input) {
       return "on_data: socket " + std::to_string(input.id) + ", " + std::to_string(input.bytes.size()) + " bytes";
     case RecordKind::kClosed:
       return "on_closed: socket " + std::to_string(input.id);
+    case RecordKind::kEnd:
+      return "on_end: socket " + std::to_string(input.id);
+    case RecordKind::kDrained:
+      return "on_drained: socket " + std::to_string(input.id);
+    case RecordKind::kAcceptError:
+      return "on_accept_error: listener " + std::to_string(input.id);
     default:
       return to_string(input.kind);
   }

@@ -83,6 +83,8 @@ bool ReplayHost::same_call(const LogRecord& e, const LogRecord& a) {
     case RecordKind::kClose:
       return e.id == a.id;
     case RecordKind::kSetNoDelay:
+    case RecordKind::kSetReading:
+    case RecordKind::kSetWriteHighWater:
       return e.id == a.id && e.value[0] == a.value[0];
     case RecordKind::kListen:
     case RecordKind::kConnectCall:
@@ -254,7 +256,7 @@ std::uint16_t ReplayHost::local_port(SocketId socket) {
   return r != nullptr ? r->port : 0;
 }
 
-bool ReplayHost::write(SocketId socket, std::span<const char> data) {
+WriteResult ReplayHost::write(SocketId socket, std::span<const char> data) {
   const HeapScope system(nullptr);
   LogRecord actual = call(RecordKind::kWrite);
   actual.id = socket;
@@ -265,7 +267,7 @@ bool ReplayHost::write(SocketId socket, std::span<const char> data) {
   actual.encoding = Encoding::kRaw;
   actual.bytes.assign(data.data(), data.size());
   const LogRecord* r = match(actual);
-  return r != nullptr && r->result != 0;
+  return r != nullptr ? decode_write_result(r->result) : WriteResult{};
 }
 
 void ReplayHost::close(SocketId socket) {
@@ -280,6 +282,22 @@ void ReplayHost::set_no_delay(SocketId socket, bool on) {
   LogRecord actual = call(RecordKind::kSetNoDelay);
   actual.id = socket;
   actual.value[0] = on ? 1 : 0;
+  match(actual);
+}
+
+void ReplayHost::set_reading(SocketId socket, bool on) {
+  const HeapScope system(nullptr);
+  LogRecord actual = call(RecordKind::kSetReading);
+  actual.id = socket;
+  actual.value[0] = on ? 1 : 0;
+  match(actual);
+}
+
+void ReplayHost::set_write_high_water(SocketId socket, std::size_t bytes) {
+  const HeapScope system(nullptr);
+  LogRecord actual = call(RecordKind::kSetWriteHighWater);
+  actual.id = socket;
+  actual.value[0] = bytes;
   match(actual);
 }
 

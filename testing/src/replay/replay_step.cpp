@@ -132,8 +132,13 @@ void Replay::Impl::deliver_next() {
         break;
       case RecordKind::kConnect:
       case RecordKind::kClosed:
+      case RecordKind::kAcceptError:
         event.socket = in.id;
         event.error = recorded_error(in);
+        break;
+      case RecordKind::kEnd:
+      case RecordKind::kDrained:
+        event.socket = in.id;
         break;
       case RecordKind::kData:
         event.socket = in.id;
