@@ -9,6 +9,7 @@ packages=(
   libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev
   libxxhash-dev clang libclang-rt-14-dev valgrind
   libcaf-dev wrk nginx-light util-linux
+  redis-server redis-tools python3-redis netcat-openbsd
 )
 
 missing=()
