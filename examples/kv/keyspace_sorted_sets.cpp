@@ -1,0 +1,332 @@
+// The sorted set commands: ZADD (NX XX GT LT CH INCR) ZINCRBY ZSCORE ZCARD ZRANGE (index form,
+// REV, WITHSCORES) ZREM ZPOPMIN ZPOPMAX ZRANK (WITHSCORE).
+//
+// Every change goes through set_score / remove_member below, which keep the two views of
+// SortedSet (value.h) equal.
+#include <cmath>
+#include <iterator>
+#include <vector>
+
+#include "command_args.h"
+#include "keyspace.h"
+#include "reply.h"
+
+namespace kv {
+
+using detail::equals_ignoring_case;
+using detail::parse_double;
+using detail::parse_int64;
+
+namespace {
+
+void append_score(std::string& out, double score) {
+  std::string text;
+  detail::append_double_text(text, score);
+  append_bulk(out, text);
+}
+
+// Inserts `member` with `score`, or moves it to `score`.
+void set_score(SortedSet& zset, std::string_view member, double score) {
+  auto it = zset.scores.find(member);
+  if (it == zset.scores.end()) {
+    it = zset.scores.emplace(std::string(member), score).first;
+  } else {
+    if (it->second == score) return;
+    zset.order.erase({it->second, it->first});
+    it->second = score;
+  }
+  zset.order.emplace(score, it->first);
+}
+
+bool remove_member(SortedSet& zset, std::string_view member) {
+  auto it = zset.scores.find(member);
+  if (it == zset.scores.end()) return false;
+  zset.order.erase({it->second, it->first});
+  zset.scores.erase(it);
+  return true;
+}
+
+constexpr std::string_view kNanScoreError = "ERR resulting score is not a number (NaN)";
+
+}  // namespace
+
+void Keyspace::zadd(const Call& call) {
+  bool nx = false, xx = false, gt = false, lt = false, ch = false, incr = false;
+  std::size_t first_pair = 2;
+  for (; first_pair < call.args.size(); ++first_pair) {
+    const std::string_view flag = call.args[first_pair];
+    if (equals_ignoring_case(flag, "nx")) nx = true;
+    else if (equals_ignoring_case(flag, "xx")) xx = true;
+    else if (equals_ignoring_case(flag, "gt")) gt = true;
+    else if (equals_ignoring_case(flag, "lt")) lt = true;
+    else if (equals_ignoring_case(flag, "ch")) ch = true;
+    else if (equals_ignoring_case(flag, "incr")) incr = true;
+    else break;
+  }
+  const std::size_t elements = call.args.size() - first_pair;
+  if (elements == 0 || elements % 2 != 0) {
+    append_error(call.out, kSyntaxError);
+    return;
+  }
+  if (incr && elements > 2) {
+    append_error(call.out, "ERR INCR option supports a single increment-element pair");
+    return;
+  }
+  if (nx && xx) {
+    append_error(call.out, "ERR XX and NX options at the same time are not compatible");
+    return;
+  }
+  if ((gt && nx) || (lt && nx) || (gt && lt)) {
+    append_error(call.out, "ERR GT, LT, and/or NX options at the same time are not compatible");
+    return;
+  }
+  // All scores are checked before anything changes, so a bad one leaves the set untouched.
+  std::vector<double> scores(elements / 2);
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (!parse_double(call.args[first_pair + 2 * i], scores[i])) {
+      append_error(call.out, kNotFloatError);
+      return;
+    }
+  }
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  if (it == table_.end()) {
+    if (xx) {  // nothing can be added, so the key is not created
+      if (incr) {
+        append_null_bulk(call.out);
+      } else {
+        append_integer(call.out, 0);
+      }
+      return;
+    }
+    it = insert_new(call.args[1], ValueType::kSortedSet);
+  }
+  SortedSet& zset = it->second.zset();
+  std::int64_t added = 0;
+  std::int64_t updated = 0;
+  bool incr_applied = false;
+  double incr_result = 0;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    const std::string_view member = call.args[first_pair + 2 * i + 1];
+    double score = scores[i];
+    auto current = zset.scores.find(member);
+    if (current != zset.scores.end()) {
+      if (nx) continue;
+      const double old_score = current->second;
+      if (incr) {
+        score += old_score;
+        if (std::isnan(score)) {
+          append_error(call.out, kNanScoreError);
+          erase_if_empty(it);
+          return;
+        }
+      }
+      if ((gt && score <= old_score) || (lt && score >= old_score)) continue;
+      incr_applied = true;
+      incr_result = score;
+      if (score != old_score) {
+        set_score(zset, member, score);
+        ++updated;
+      }
+    } else {
+      if (xx) continue;
+      set_score(zset, member, score);
+      ++added;
+      incr_applied = true;
+      incr_result = score;
+    }
+  }
+  changes_ += static_cast<std::uint64_t>(added + updated);
+  if (incr) {
+    if (incr_applied) {
+      append_score(call.out, incr_result);
+    } else {
+      append_null_bulk(call.out);
+    }
+  } else {
+    append_integer(call.out, ch ? added + updated : added);
+  }
+  erase_if_empty(it);
+}
+
+void Keyspace::zincrby(const Call& call) {
+  double delta = 0;
+  if (!parse_double(call.args[2], delta)) {
+    append_error(call.out, kNotFloatError);
+    return;
+  }
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  double score = delta;
+  if (it != table_.end()) {
+    const SortedSet& zset = it->second.zset();
+    auto current = zset.scores.find(call.args[3]);
+    if (current != zset.scores.end()) score += current->second;
+  }
+  if (std::isnan(score)) {
+    append_error(call.out, kNanScoreError);
+    return;
+  }
+  if (it == table_.end()) it = insert_new(call.args[1], ValueType::kSortedSet);
+  set_score(it->second.zset(), call.args[3], score);
+  ++changes_;
+  append_score(call.out, score);
+}
+
+void Keyspace::zscore(const Call& call) {
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  if (it != table_.end()) {
+    const SortedSet& zset = it->second.zset();
+    auto current = zset.scores.find(call.args[2]);
+    if (current != zset.scores.end()) {
+      append_score(call.out, current->second);
+      return;
+    }
+  }
+  append_null_bulk(call.out);
+}
+
+void Keyspace::zcard(const Call& call) {
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  append_integer(call.out, it == table_.end() ? 0 : static_cast<std::int64_t>(it->second.zset().size()));
+}
+
+void Keyspace::zrange(const Call& call) {
+  bool reverse = false;
+  bool with_scores = false;
+  for (std::size_t i = 4; i < call.args.size(); ++i) {
+    if (equals_ignoring_case(call.args[i], "rev")) {
+      reverse = true;
+    } else if (equals_ignoring_case(call.args[i], "withscores")) {
+      with_scores = true;
+    } else {
+      // BYSCORE, BYLEX and LIMIT are not implemented: only the index form is.
+      append_error(call.out, kSyntaxError);
+      return;
+    }
+  }
+  std::int64_t start = 0;
+  std::int64_t stop = 0;
+  if (!parse_int64(call.args[2], start) || !parse_int64(call.args[3], stop)) {
+    append_error(call.out, kNotIntegerError);
+    return;
+  }
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  std::size_t first = 0;
+  std::size_t last = 0;
+  if (it == table_.end() ||
+      !detail::resolve_range(start, stop, it->second.zset().size(), first, last)) {
+    append_array_header(call.out, 0);
+    return;
+  }
+  const SortedSet& zset = it->second.zset();
+  const std::size_t n = last - first + 1;
+  append_array_header(call.out, with_scores ? 2 * n : n);
+  auto emit = [&](const std::pair<double, std::string>& element) {
+    append_bulk(call.out, element.second);
+    if (with_scores) append_score(call.out, element.first);
+  };
+  if (reverse) {
+    auto rit = std::next(zset.order.rbegin(), static_cast<std::ptrdiff_t>(first));
+    for (std::size_t i = 0; i < n; ++i, ++rit) emit(*rit);
+  } else {
+    auto fit = std::next(zset.order.begin(), static_cast<std::ptrdiff_t>(first));
+    for (std::size_t i = 0; i < n; ++i, ++fit) emit(*fit);
+  }
+}
+
+void Keyspace::zrem(const Call& call) {
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  std::int64_t removed = 0;
+  if (it != table_.end()) {
+    for (std::size_t i = 2; i < call.args.size(); ++i) {
+      if (remove_member(it->second.zset(), call.args[i])) ++removed;
+    }
+    changes_ += static_cast<std::uint64_t>(removed);
+    erase_if_empty(it);
+  }
+  append_integer(call.out, removed);
+}
+
+void Keyspace::zpop(const Call& call, bool max) {
+  if (call.args.size() > 3) {
+    append_error(call.out, kSyntaxError);
+    return;
+  }
+  std::int64_t count = 1;
+  if (call.args.size() == 3) {
+    if (!parse_int64(call.args[2], count)) {
+      append_error(call.out, kNotIntegerError);
+      return;
+    }
+    if (count < 0) {
+      append_error(call.out, kMustBePositiveError);
+      return;
+    }
+  }
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  if (it == table_.end()) {
+    append_array_header(call.out, 0);
+    return;
+  }
+  SortedSet& zset = it->second.zset();
+  const std::size_t n = std::min(zset.size(), static_cast<std::size_t>(count));
+  append_array_header(call.out, 2 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    auto element = max ? std::prev(zset.order.end()) : zset.order.begin();
+    append_bulk(call.out, element->second);
+    append_score(call.out, element->first);
+    zset.scores.erase(element->second);
+    zset.order.erase(element);
+  }
+  changes_ += n;
+  erase_if_empty(it);
+}
+
+void Keyspace::zrank(const Call& call) {
+  bool with_score = false;
+  if (call.args.size() == 4 && equals_ignoring_case(call.args[3], "withscore")) {
+    with_score = true;
+  } else if (call.args.size() != 3) {
+    append_error(call.out, kSyntaxError);
+    return;
+  }
+  bool wrong = false;
+  auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
+  if (wrong) return;
+  if (it != table_.end()) {
+    const SortedSet& zset = it->second.zset();
+    auto current = zset.scores.find(call.args[2]);
+    if (current != zset.scores.end()) {
+      const auto position = zset.order.find({current->second, current->first});
+      const auto rank = std::distance(zset.order.begin(), position);
+      if (with_score) {
+        append_array_header(call.out, 2);
+        append_integer(call.out, rank);
+        append_score(call.out, current->second);
+      } else {
+        append_integer(call.out, rank);
+      }
+      return;
+    }
+  }
+  if (with_score) {
+    append_null_array(call.out);
+  } else {
+    append_null_bulk(call.out);
+  }
+}
+
+}  // namespace kv

@@ -1,0 +1,54 @@
+// The messages of reheap-kv: what a gateway (the reactor that owns client connections on a
+// worker) asks a shard or the saver, and what it hears back.
+//
+// Every request carries the gateway's request number and every reply returns it, so a gateway
+// can put the replies of many shards back into each client's command order (a client's replies
+// must come out in the order its commands came in, whichever shard answers first). Replies are
+// complete RESP2 replies, ready to be written: a shard formats its own answer, the gateway only
+// gathers (routing.h) and writes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <msgpack.hpp>
+
+namespace kv {
+
+// A command for one shard (routing.h's split), or for the saver.
+struct ShardRequest {
+  static constexpr std::string_view reheap_message_name = "kv::ShardRequest";
+  std::uint64_t request = 0;
+  std::vector<std::string> args;
+  MSGPACK_DEFINE(request, args)
+};
+
+struct ShardReply {
+  static constexpr std::string_view reheap_message_name = "kv::ShardReply";
+  std::uint64_t request = 0;
+  std::string reply;  // one RESP2 reply
+  MSGPACK_DEFINE(request, reply)
+};
+
+// The saver asks each shard for its counters (INFO, and the `--save SECONDS CHANGES` rules).
+struct StatsRequest {
+  static constexpr std::string_view reheap_message_name = "kv::StatsRequest";
+  std::uint64_t request = 0;
+  MSGPACK_DEFINE(request)
+};
+
+struct ShardStats {
+  static constexpr std::string_view reheap_message_name = "kv::ShardStats";
+  std::uint64_t request = 0;
+  std::uint32_t shard = 0;
+  std::uint64_t keys = 0;
+  std::uint64_t expires = 0;
+  std::uint64_t changes = 0;       // monotonic: data-changing commands since the shard was created
+  std::uint64_t heap_live = 0;     // bytes of live blocks in the shard's heap
+  std::uint64_t heap_committed = 0;
+  MSGPACK_DEFINE(request, shard, keys, expires, changes, heap_live, heap_committed)
+};
+
+}  // namespace kv

@@ -1,0 +1,293 @@
+// Saver (see saver.h).
+#include "saver.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <limits>
+#include <system_error>
+#include <utility>
+
+#include "command_table.h"
+#include "reply.h"
+
+namespace kv {
+
+namespace {
+
+constexpr std::uint64_t kUnknown = std::numeric_limits<std::uint64_t>::max();
+
+void append_field(std::string& text, std::string_view name, const std::string& value) {
+  text += name;
+  text += ':';
+  text += value;
+  text += "\r\n";
+}
+
+void append_field(std::string& text, std::string_view name, std::uint64_t value) {
+  append_field(text, name, std::to_string(value));
+}
+
+std::string seconds_text(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.3f", seconds);
+  return buffer;
+}
+
+}  // namespace
+
+Saver::Saver(SaverConfig config)
+    : config_(std::move(config)),
+      manifest_(config_.loaded),
+      save_generation_(config_.loaded.generation),
+      changes_at_last_save_(config_.shards.size(), kUnknown),
+      stats_(config_.shards.size()) {
+  for (std::uint32_t i = 0; i < stats_.size(); ++i) stats_[i].shard = i;
+  handle<&Saver::on_request>();
+  handle<&Saver::on_stats>();
+  handle<&Saver::on_snapshot>();
+}
+
+std::int64_t Saver::now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now().time_since_epoch()).count();
+}
+
+void Saver::on_start() {
+  started_ms_ = now_ms();
+  // Until a save, the rules count from the start, as Redis counts from its start-up.
+  last_save_ms_ = manifest_.chains.empty() ? started_ms_ : manifest_.saved_ms;
+  start_timer(std::chrono::milliseconds(1), kStatsPeriod);
+}
+
+void Saver::on_timer(reheap::TimerId) {
+  // The rules, on the counters of the previous round (a second old at most).
+  bool known = true;
+  for (const std::uint64_t c : changes_at_last_save_) known = known && c != kUnknown;
+  if (!saving_ && known && !config_.rules.empty()) {
+    const std::int64_t now = now_ms();
+    std::uint64_t changed = 0;
+    for (std::size_t i = 0; i < stats_.size(); ++i) changed += stats_[i].changes - changes_at_last_save_[i];
+    const bool may_retry = last_save_ok_ || now - last_attempt_ms_ >= kRetryAfterFailure.count() * 1000;
+    for (const SaveRule& rule : config_.rules) {
+      if (may_retry && changed >= rule.changes && changed > 0 && now - last_save_ms_ >= rule.seconds * 1000) {
+        start_save();
+        break;
+      }
+    }
+  }
+  for (const reheap::ActorRef shard : config_.shards) {
+    const std::uint64_t request = next_stats_request_++;
+    stats_for_save_.emplace(request, false);
+    send(shard, StatsRequest{.request = request});
+  }
+}
+
+void Saver::on_stats(const ShardStats& stats) {
+  const auto purpose = stats_for_save_.find(stats.request);
+  if (purpose == stats_for_save_.end() || stats.shard >= stats_.size()) return;
+  const bool for_save = purpose->second;
+  stats_for_save_.erase(purpose);
+  stats_[stats.shard] = stats;
+  if (changes_at_last_save_[stats.shard] == kUnknown) {
+    // The first counters of a shard: what it holds now is what was loaded (or nothing).
+    changes_at_last_save_[stats.shard] = stats.changes;
+  }
+  if (for_save && saving_) changes_at_save_start_[stats.shard] = stats.changes;
+}
+
+bool Saver::start_save() {
+  if (saving_) return false;
+  saving_ = true;
+  ++save_generation_;
+  save_started_ms_ = now_ms();
+  last_attempt_ms_ = save_started_ms_;
+  save_full_ = next_save_full_ || increments_since_full_ >= kMaxIncrements;
+  save_error_.clear();
+  save_bytes_written_ = 0;
+  save_chains_.assign(config_.shards.size(), {});
+  changes_at_save_start_.assign(config_.shards.size(), kUnknown);
+  snapshot_shard_.clear();
+  snapshots_left_ = static_cast<std::uint32_t>(config_.shards.size());
+  const reheap::SnapshotKind kind = save_full_ ? reheap::SnapshotKind::kFull : reheap::SnapshotKind::kIncremental;
+  for (std::uint32_t i = 0; i < config_.shards.size(); ++i) {
+    // The counters just before the snapshot, in the same mailbox: the writes counted as saved
+    // are all in the file (a write between the two is saved and still counted as unsaved).
+    const std::uint64_t request = next_stats_request_++;
+    stats_for_save_.emplace(request, true);
+    send(config_.shards[i], StatsRequest{.request = request});
+    const std::filesystem::path file = config_.dir / shard_file_name(i, save_generation_);
+    snapshot_shard_.emplace(request_snapshot(config_.shards[i], file, kind), i);
+  }
+  return true;
+}
+
+void Saver::on_snapshot(const reheap::SnapshotDone& done) {
+  const auto it = snapshot_shard_.find(done.request);
+  if (!saving_ || it == snapshot_shard_.end()) return;
+  const std::uint32_t shard = it->second;
+  snapshot_shard_.erase(it);
+  if (done.ok()) {
+    save_bytes_written_ += done.bytes_written;
+    config_.file_bytes[shard_file_name(shard, save_generation_)] = done.bytes_written;
+    try {
+      for (const std::filesystem::path& file : reheap::snapshot_chain(done.file)) {
+        save_chains_[shard].push_back(file.filename().string());
+      }
+    } catch (const std::exception& e) {
+      if (save_error_.empty()) save_error_ = "shard " + std::to_string(shard) + ": " + e.what();
+    }
+  } else if (save_error_.empty()) {
+    save_error_ = "shard " + std::to_string(shard) + ": " + reheap::to_string(done.snapshot_status()) +
+                  (done.error.empty() ? "" : ": " + done.error);
+  }
+  if (--snapshots_left_ == 0) finish_save();
+}
+
+void Saver::finish_save() {
+  const std::int64_t now = now_ms();
+  if (save_error_.empty()) {
+    Manifest next;
+    next.generation = save_generation_;
+    next.shards = static_cast<std::uint32_t>(config_.shards.size());
+    next.saved_ms = now;
+    next.chains = save_chains_;
+    try {
+      write_manifest(config_.dir, next);
+      manifest_ = std::move(next);
+      delete_unnamed_files(config_.dir, manifest_);
+    } catch (const std::exception& e) {
+      save_error_ = std::string("manifest: ") + e.what();
+    }
+  }
+  const bool ok = save_error_.empty();
+  if (ok) {
+    for (std::size_t i = 0; i < changes_at_save_start_.size(); ++i) {
+      if (changes_at_save_start_[i] != kUnknown) changes_at_last_save_[i] = changes_at_save_start_[i];
+    }
+    last_save_ms_ = now;
+    increments_since_full_ = save_full_ ? 0 : increments_since_full_ + 1;
+    next_save_full_ = false;
+    ++saves_;
+    last_save_bytes_written_ = save_bytes_written_;
+    last_save_was_full_ = save_full_;
+  } else {
+    std::fprintf(stderr, "reheap-kv: save %" PRIu64 " failed, the saved set is still generation %" PRIu64 ": %s\n",
+                 save_generation_, manifest_.generation, save_error_.c_str());
+    // The files of this attempt are not a set: remove them (the saved set's files are untouched).
+    for (std::uint32_t i = 0; i < config_.shards.size(); ++i) {
+      std::error_code ignored;
+      std::filesystem::remove(config_.dir / shard_file_name(i, save_generation_), ignored);
+      config_.file_bytes.erase(shard_file_name(i, save_generation_));
+    }
+    next_save_full_ = true;
+  }
+  last_save_ok_ = ok;
+  last_save_seconds_ = static_cast<double>(now - save_started_ms_) / 1000.0;
+  saving_ = false;
+  std::string reply;
+  if (ok) {
+    append_simple(reply, "OK");
+  } else {
+    append_error(reply, "ERR save failed: " + save_error_);
+  }
+  for (const Waiter& w : waiters_) send(w.gateway, ShardReply{.request = w.request, .reply = reply});
+  waiters_.clear();
+}
+
+void Saver::answer(std::uint64_t request, const std::string& reply) {
+  send(sender(), ShardReply{.request = request, .reply = reply});
+}
+
+void Saver::on_request(const ShardRequest& request) {
+  std::string reply;
+  const CommandSpec* spec = request.args.empty() ? nullptr : find_command(request.args[0]);
+  switch (spec == nullptr ? CommandId::kPing : spec->id) {
+    case CommandId::kSave:
+      if (!start_save()) {
+        append_error(reply, "ERR Background save already in progress");
+        break;
+      }
+      waiters_.push_back(Waiter{sender(), request.request});
+      return;
+    case CommandId::kBgsave:
+      if (!start_save()) {
+        append_error(reply, "ERR Background save already in progress");
+      } else {
+        append_simple(reply, "Background saving started");
+      }
+      break;
+    case CommandId::kLastsave:
+      append_integer(reply, last_save_ms_ / 1000);
+      break;
+    case CommandId::kInfo:
+      reply = info_text(now_ms());  // the gateway adds its section and wraps it in a bulk string
+      break;
+    default:
+      append_error(reply, "ERR not a saver command");
+      break;
+  }
+  answer(request.request, reply);
+}
+
+std::uint64_t Saver::total_changes() const {
+  std::uint64_t total = 0;
+  for (const ShardStats& s : stats_) total += s.changes;
+  return total;
+}
+
+std::uint64_t Saver::set_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& chain : manifest_.chains) {
+    for (const std::string& file : chain) {
+      const auto it = config_.file_bytes.find(file);
+      if (it != config_.file_bytes.end()) total += it->second;
+    }
+  }
+  return total;
+}
+
+std::string Saver::info_text(std::int64_t now) const {
+  std::uint64_t keys = 0, expires = 0, live = 0, committed = 0, since_save = 0;
+  for (std::size_t i = 0; i < stats_.size(); ++i) {
+    keys += stats_[i].keys;
+    expires += stats_[i].expires;
+    live += stats_[i].heap_live;
+    committed += stats_[i].heap_committed;
+    if (changes_at_last_save_[i] != kUnknown) since_save += stats_[i].changes - changes_at_last_save_[i];
+  }
+  std::string text;
+  text += "# Server\r\n";
+  append_field(text, "redis_version", std::string("7.0.15"));
+  append_field(text, "reheap_kv", std::string("1"));
+  append_field(text, "redis_mode", std::string("standalone"));
+  append_field(text, "process_id", static_cast<std::uint64_t>(config_.process_id));
+  append_field(text, "uptime_in_seconds", static_cast<std::uint64_t>((now - started_ms_) / 1000));
+  append_field(text, "tcp_port", static_cast<std::uint64_t>(config_.port));
+  append_field(text, "workers", static_cast<std::uint64_t>(config_.workers));
+  append_field(text, "shards", static_cast<std::uint64_t>(config_.shards.size()));
+  text += "\r\n# Memory\r\n";
+  append_field(text, "used_memory", live);
+  append_field(text, "reheap_heap_committed", committed);
+  text += "\r\n# Persistence\r\n";
+  append_field(text, "loading", std::string("0"));
+  append_field(text, "reheap_load_time_sec", seconds_text(config_.load_seconds));
+  append_field(text, "reheap_loaded_generation", config_.loaded.generation);
+  append_field(text, "rdb_changes_since_last_save", since_save);
+  append_field(text, "rdb_bgsave_in_progress", std::string(saving_ ? "1" : "0"));
+  append_field(text, "rdb_last_save_time", static_cast<std::uint64_t>(last_save_ms_ / 1000));
+  append_field(text, "rdb_last_bgsave_status", std::string(last_save_ok_ ? "ok" : "err"));
+  append_field(text, "rdb_last_bgsave_time_sec",
+               last_save_seconds_ < 0 ? std::string("-1") : seconds_text(last_save_seconds_));
+  append_field(text, "rdb_saves", saves_);
+  append_field(text, "reheap_saved_generation", manifest_.generation);
+  append_field(text, "reheap_snapshot_set_bytes", set_bytes());
+  append_field(text, "reheap_last_save_kind", std::string(saves_ == 0 ? "none" : last_save_was_full_ ? "full" : "incremental"));
+  append_field(text, "reheap_last_save_bytes_written", last_save_bytes_written_);
+  append_field(text, "aof_enabled", std::string("0"));
+  text += "\r\n# Keyspace\r\n";
+  if (keys > 0) {
+    text += "db0:keys=" + std::to_string(keys) + ",expires=" + std::to_string(expires) + ",avg_ttl=0\r\n";
+  }
+  return text;
+}
+
+}  // namespace kv

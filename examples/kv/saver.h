@@ -1,0 +1,127 @@
+// Saver: the reactor that saves the shards (SAVE, BGSAVE, the `--save SECONDS CHANGES` rules) and
+// answers the commands about saving and about the server as a whole (LASTSAVE, INFO).
+//
+// A save is one snapshot per shard, asked of the runtime with request_snapshot: each shard is
+// paused between two of its own events for exactly its own save, while the other shards and the
+// gateways keep serving. There is no fork and no serializer: a shard's heap is its data. The set
+// of files becomes the saved set only when the manifest naming it is durable (manifest.h); a save
+// that fails anywhere leaves the previous set, and the next save is full.
+//
+// What point in time a saved set holds: each shard's own instant, the moment its snapshot ran,
+// as in a Redis Cluster of masters saving separately. A client that wrote k1 then k2 (on other
+// shards) may find k2 saved and k1 not, if k1's shard saved before the write and k2's after.
+// Within a shard the save is exact: it holds every command the shard executed before it, and none
+// after.
+//
+// Full and incremental. The first save in a process is full (a restored shard's heap has no
+// write-tracking yet), as is the save after a failed one; after that each save is an increment on
+// the previous one, writing only the pages the shard changed since, and every kMaxIncrements-th
+// save is full again so that a restore never follows a long chain. SAVE and BGSAVE work alike
+// (the snapshots never stop the server); SAVE replies when the set is durable, BGSAVE at once.
+//
+// Counters. Once a second the saver asks every shard for its counters (ShardStats): the
+// `--save` rules compare the changes since the last save with their thresholds, and INFO reports
+// the latest counters (keys, expires, heap bytes), so INFO's Keyspace section may be a second old.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "manifest.h"
+#include "protocol.h"
+#include "reheap/runtime.h"
+#include "reheap/snapshot_request.h"
+
+namespace kv {
+
+// One `--save SECONDS CHANGES` rule: save when SECONDS have passed since the last save and at
+// least CHANGES writes happened since.
+struct SaveRule {
+  std::int64_t seconds = 0;
+  std::uint64_t changes = 0;
+};
+
+struct SaverConfig {
+  std::filesystem::path dir;
+  std::vector<reheap::ActorRef> shards;  // by shard index
+  std::vector<SaveRule> rules;
+  // What start-up loaded: the manifest (generation 0 and no chains when it started empty).
+  Manifest loaded;
+  std::map<std::string, std::uint64_t> file_bytes;  // size of each file the manifest names
+  double load_seconds = 0;
+  // For INFO.
+  std::uint16_t port = 0;
+  int workers = 1;
+  std::int64_t process_id = 0;
+};
+
+class Saver : public reheap::Reactor {
+ public:
+  static constexpr int kMaxIncrements = 8;
+  static constexpr std::chrono::seconds kStatsPeriod{1};
+  static constexpr std::chrono::seconds kRetryAfterFailure{5};  // as Redis's bgsave retry delay
+
+  explicit Saver(SaverConfig config);
+
+  void on_start() override;
+  void on_timer(reheap::TimerId) override;
+
+ private:
+  struct Waiter {  // a SAVE that replies when the save ends
+    reheap::ActorRef gateway;
+    std::uint64_t request;
+  };
+
+  void on_request(const ShardRequest& request);
+  void on_stats(const ShardStats& stats);
+  void on_snapshot(const reheap::SnapshotDone& done);
+
+  // Starts a save of every shard; false if one is already running.
+  bool start_save();
+  void finish_save();
+  void answer(std::uint64_t request, const std::string& reply);
+  std::string info_text(std::int64_t now) const;
+  std::int64_t now_ms();
+  std::uint64_t total_changes() const;
+  std::uint64_t set_bytes() const;  // bytes of every file the current manifest names
+
+  SaverConfig config_;
+  Manifest manifest_;  // the saved set: what a restart would load
+
+  // The running save.
+  bool saving_ = false;
+  std::uint64_t save_generation_ = 0;
+  std::int64_t save_started_ms_ = 0;
+  std::uint32_t snapshots_left_ = 0;
+  std::map<reheap::SnapshotRequestId, std::uint32_t> snapshot_shard_;  // request -> shard
+  std::vector<std::vector<std::string>> save_chains_;
+  std::vector<std::uint64_t> changes_at_save_start_;
+  std::string save_error_;
+  std::uint64_t save_bytes_written_ = 0;
+  bool save_full_ = false;
+  std::vector<Waiter> waiters_;
+
+  // The outcome of earlier saves.
+  std::vector<std::uint64_t> changes_at_last_save_;  // by shard
+  std::int64_t last_save_ms_ = 0;                     // of the saved set (start-up: the loaded one)
+  std::int64_t last_attempt_ms_ = 0;
+  bool last_save_ok_ = true;
+  bool next_save_full_ = true;
+  int increments_since_full_ = 0;
+  std::uint64_t saves_ = 0;
+  double last_save_seconds_ = -1;
+  std::uint64_t last_save_bytes_written_ = 0;
+  bool last_save_was_full_ = true;
+
+  // The latest counters of each shard (ShardStats), and which requests are the save's own.
+  std::vector<ShardStats> stats_;
+  std::map<std::uint64_t, bool> stats_for_save_;  // request -> true if taken at a save's start
+  std::uint64_t next_stats_request_ = 1;
+  std::int64_t started_ms_ = 0;
+};
+
+}  // namespace kv
