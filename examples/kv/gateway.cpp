@@ -52,7 +52,10 @@ std::string info_sections(std::string_view text, std::span<const std::string> wa
 
 }  // namespace
 
-Gateway::Gateway(GatewayConfig config) : config_(std::move(config)) { handle<&Gateway::on_reply>(); }
+Gateway::Gateway(GatewayConfig config) : config_(std::move(config)), outbox_(config_.shards.size()) {
+  handle<&Gateway::on_reply>();
+  handle<&Gateway::on_replies>();
+}
 
 void Gateway::on_start() {
   try {
@@ -129,6 +132,7 @@ void Gateway::parse_input(reheap::SocketId socket, Client& client, std::string_v
   } else {
     client.input.assign(in.substr(at));
   }
+  send_batches();  // after `in` is done with: a failed send may flush, and flush may parse
   update_reading(socket, client);
 }
 
@@ -156,7 +160,7 @@ void Gateway::dispatch(reheap::SocketId socket, Client& client, std::span<const 
     // One shard answers the whole command: its reply is the client's, nothing to gather. (An
     // all-shards command still is: SCAN's one part needs its cursor re-encoded.)
     slot.parts_left = 1;
-    send_part(config_.shards[parts[0].shard], socket, sequence, 0, std::move(parts[0].args));
+    send_part(static_cast<int>(parts[0].shard), socket, sequence, 0, std::move(parts[0].args));
     return;
   }
   slot.spec = spec;
@@ -164,22 +168,41 @@ void Gateway::dispatch(reheap::SocketId socket, Client& client, std::span<const 
   slot.parts_left = static_cast<std::uint32_t>(parts.size());
   slot.part_replies.resize(parts.size());
   for (std::uint32_t i = 0; i < parts.size(); ++i) {
-    send_part(config_.shards[parts[i].shard], socket, sequence, i, parts[i].args);
+    send_part(static_cast<int>(parts[i].shard), socket, sequence, i, parts[i].args);
   }
   slot.parts = std::move(parts);
 }
 
-void Gateway::send_part(reheap::ActorRef to, reheap::SocketId socket, std::uint64_t sequence,
-                        std::uint32_t part, std::vector<std::string> args) {
+void Gateway::send_part(int to, reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part,
+                        std::vector<std::string> args) {
   const std::uint64_t request = next_request_++;
   requests_.emplace(request, Pending{socket, sequence, part});
-  const reheap::SendResult sent = send(to, ShardRequest{.request = request, .args = std::move(args)});
-  if (sent != reheap::SendResult::kOk) {
-    // The shard is gone or its mailbox is full: the client hears it as an error in place.
-    std::string error;
-    append_error(error, std::string("ERR shard unavailable: ") + reheap::to_string(sent));
-    on_reply(ShardReply{.request = request, .reply = error});
+  if (to != kToSaver) {
+    // Shard commands wait for the end of the read, to go as one batch per shard (send_batches).
+    outbox_[static_cast<std::size_t>(to)].push_back(ShardRequest{.request = request, .args = std::move(args)});
+    return;
   }
+  const reheap::SendResult sent = send(config_.saver, ShardRequest{.request = request, .args = std::move(args)});
+  if (sent != reheap::SendResult::kOk) fail_request(request, sent);
+}
+
+void Gateway::send_batches() {
+  for (std::size_t shard = 0; shard < outbox_.size(); ++shard) {
+    if (outbox_[shard].empty()) continue;
+    ShardBatch batch;
+    batch.requests.swap(outbox_[shard]);
+    const reheap::SendResult sent = send(config_.shards[shard], batch);
+    if (sent != reheap::SendResult::kOk) {
+      for (const ShardRequest& r : batch.requests) fail_request(r.request, sent);
+    }
+  }
+}
+
+// The shard is gone or its mailbox is full: the client hears it as an error in place.
+void Gateway::fail_request(std::uint64_t request, reheap::SendResult why) {
+  std::string error;
+  append_error(error, std::string("ERR shard unavailable: ") + reheap::to_string(why));
+  on_reply(ShardReply{.request = request, .reply = error});
 }
 
 void Gateway::answer_server_command(Client& client, Slot& slot, std::uint64_t sequence,
@@ -247,7 +270,7 @@ void Gateway::answer_server_command(Client& client, Slot& slot, std::uint64_t se
     case CommandId::kBgsave:
     case CommandId::kLastsave:
       slot.parts_left = 1;
-      send_part(config_.saver, socket, sequence, 0, std::vector<std::string>(args.begin(), args.end()));
+      send_part(kToSaver, socket, sequence, 0, std::vector<std::string>(args.begin(), args.end()));
       return;
     default:
       append_error(out, "ERR command not served here");
@@ -276,16 +299,35 @@ void Gateway::append_config_get(std::string_view pattern, std::string& out) cons
 }
 
 void Gateway::on_reply(const ShardReply& reply) {
+  if (const reheap::SocketId socket = apply_reply(reply); socket != 0) flush(socket, clients_.at(socket));
+}
+
+void Gateway::on_replies(const ShardReplies& replies) {
+  // One flush per client, after every reply of the batch is in place: one write each.
+  touched_.clear();
+  for (const ShardReply& reply : replies.replies) {
+    const reheap::SocketId socket = apply_reply(reply);
+    if (socket != 0 && (touched_.empty() || touched_.back() != socket)) touched_.push_back(socket);
+  }
+  std::sort(touched_.begin(), touched_.end());
+  touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+  for (const reheap::SocketId socket : touched_) {
+    const auto it = clients_.find(socket);
+    if (it != clients_.end() && !it->second.closing) flush(socket, it->second);
+  }
+}
+
+reheap::SocketId Gateway::apply_reply(const ShardReply& reply) {
   const auto pending = requests_.find(reply.request);
-  if (pending == requests_.end()) return;
+  if (pending == requests_.end()) return 0;
   const Pending p = pending->second;
   requests_.erase(pending);
   const auto it = clients_.find(p.socket);
-  if (it == clients_.end()) return;  // the client has gone
+  if (it == clients_.end()) return 0;  // the client has gone
   Client& client = it->second;
-  if (p.slot < client.first_slot || p.slot - client.first_slot >= client.slots.size()) return;
+  if (p.slot < client.first_slot || p.slot - client.first_slot >= client.slots.size()) return 0;
   Slot& slot = client.slots[p.slot - client.first_slot];
-  if (slot.parts_left == 0) return;
+  if (slot.parts_left == 0) return 0;
   if (slot.parts.empty()) {
     if (slot.wrap_info) {
       // The saver's INFO text, with this worker's clients added (the saver sees no sockets).
@@ -306,7 +348,7 @@ void Gateway::on_reply(const ShardReply& reply) {
     slot.parts.clear();
     slot.part_replies.clear();
   }
-  flush(p.socket, client);
+  return p.socket;
 }
 
 // Writes the replies that are complete, from the front of the queue, in one write.

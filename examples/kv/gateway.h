@@ -99,13 +99,21 @@ class Gateway : public reheap::Reactor {
     std::uint32_t part;
   };
 
+  static constexpr int kToSaver = -1;
+
   void on_reply(const ShardReply& reply);
+  void on_replies(const ShardReplies& replies);
+  // Puts a reply in its slot; returns the client's socket if it is still there, else 0.
+  reheap::SocketId apply_reply(const ShardReply& reply);
   void parse_input(reheap::SocketId socket, Client& client, std::string_view in, bool from_buffer);
   void dispatch(reheap::SocketId socket, Client& client, std::span<const std::string_view> args);
   void answer_server_command(Client& client, Slot& slot, std::uint64_t sequence,
                              reheap::SocketId socket, std::span<const std::string_view> args);
-  void send_part(reheap::ActorRef to, reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part,
+  // Sends one part of a command to shard `to` (batched until send_batches) or kToSaver.
+  void send_part(int to, reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part,
                  std::vector<std::string> args);
+  void send_batches();
+  void fail_request(std::uint64_t request, reheap::SendResult why);
   void flush(reheap::SocketId socket, Client& client);
   void update_reading(reheap::SocketId socket, Client& client);
   static std::size_t in_flight_window(const Client& client);
@@ -118,6 +126,8 @@ class Gateway : public reheap::Reactor {
   std::string out_;                     // the replies of one flush, reused
   std::unordered_map<reheap::SocketId, Client> clients_;
   std::unordered_map<std::uint64_t, Pending> requests_;
+  std::vector<std::vector<ShardRequest>> outbox_;  // by shard: the commands of the current read
+  std::vector<reheap::SocketId> touched_;          // clients a batch of replies completed
   std::uint64_t next_request_ = 1;
   std::uint64_t accept_errors_ = 0;
 };

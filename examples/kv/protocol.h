@@ -32,6 +32,21 @@ struct ShardReply {
   MSGPACK_DEFINE(request, reply)
 };
 
+// The commands of one read of a gateway for one shard, and their replies, in one message each
+// way: with pipelining (redis-benchmark -P 16) a message per command would cost more than the
+// commands. The shard answers a batch with one ShardReplies, in the batch's order.
+struct ShardBatch {
+  static constexpr std::string_view reheap_message_name = "kv::ShardBatch";
+  std::vector<ShardRequest> requests;
+  MSGPACK_DEFINE(requests)
+};
+
+struct ShardReplies {
+  static constexpr std::string_view reheap_message_name = "kv::ShardReplies";
+  std::vector<ShardReply> replies;
+  MSGPACK_DEFINE(replies)
+};
+
 // The saver asks each shard for its counters (INFO, and the `--save SECONDS CHANGES` rules).
 struct StatsRequest {
   static constexpr std::string_view reheap_message_name = "kv::StatsRequest";

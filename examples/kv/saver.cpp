@@ -74,24 +74,35 @@ void Saver::on_timer(reheap::TimerId) {
       }
     }
   }
+  ask_stats(StatsPurpose::kPeriodic);
+}
+
+void Saver::ask_stats(StatsPurpose purpose, std::uint64_t info) {
   for (const reheap::ActorRef shard : config_.shards) {
     const std::uint64_t request = next_stats_request_++;
-    stats_for_save_.emplace(request, false);
+    stats_asked_.emplace(request, StatsAsked{purpose, info});
     send(shard, StatsRequest{.request = request});
   }
 }
 
 void Saver::on_stats(const ShardStats& stats) {
-  const auto purpose = stats_for_save_.find(stats.request);
-  if (purpose == stats_for_save_.end() || stats.shard >= stats_.size()) return;
-  const bool for_save = purpose->second;
-  stats_for_save_.erase(purpose);
+  const auto asked_it = stats_asked_.find(stats.request);
+  if (asked_it == stats_asked_.end() || stats.shard >= stats_.size()) return;
+  const StatsAsked asked = asked_it->second;
+  stats_asked_.erase(asked_it);
   stats_[stats.shard] = stats;
   if (changes_at_last_save_[stats.shard] == kUnknown) {
     // The first counters of a shard: what it holds now is what was loaded (or nothing).
     changes_at_last_save_[stats.shard] = stats.changes;
   }
-  if (for_save && saving_) changes_at_save_start_[stats.shard] = stats.changes;
+  if (asked.purpose == StatsPurpose::kSave && saving_) changes_at_save_start_[stats.shard] = stats.changes;
+  if (asked.purpose == StatsPurpose::kInfo) {
+    const auto waiter = infos_.find(asked.info);
+    if (waiter != infos_.end() && --waiter->second.shards_left == 0) {
+      send(waiter->second.gateway, ShardReply{.request = waiter->second.request, .reply = info_text(now_ms())});
+      infos_.erase(waiter);
+    }
+  }
 }
 
 bool Saver::start_save() {
@@ -112,7 +123,7 @@ bool Saver::start_save() {
     // The counters just before the snapshot, in the same mailbox: the writes counted as saved
     // are all in the file (a write between the two is saved and still counted as unsaved).
     const std::uint64_t request = next_stats_request_++;
-    stats_for_save_.emplace(request, true);
+    stats_asked_.emplace(request, StatsAsked{StatsPurpose::kSave, 0});
     send(config_.shards[i], StatsRequest{.request = request});
     const std::filesystem::path file = config_.dir / shard_file_name(i, save_generation_);
     snapshot_shard_.emplace(request_snapshot(config_.shards[i], file, kind), i);
@@ -219,7 +230,15 @@ void Saver::on_request(const ShardRequest& request) {
       append_integer(reply, last_save_ms_ / 1000);
       break;
     case CommandId::kInfo:
-      reply = info_text(now_ms());  // the gateway adds its section and wraps it in a bulk string
+      // Answered when every shard has sent fresh counters (on_stats); the gateway adds its
+      // section and wraps the text in a bulk string.
+      if (!config_.shards.empty()) {
+        const std::uint64_t info = next_info_++;
+        infos_.emplace(info, InfoWaiter{sender(), request.request, config_.shards.size()});
+        ask_stats(StatsPurpose::kInfo, info);
+        return;
+      }
+      reply = info_text(now_ms());
       break;
     default:
       append_error(reply, "ERR not a saver command");

@@ -21,7 +21,7 @@
 //
 // Counters. Once a second the saver asks every shard for its counters (ShardStats): the
 // `--save` rules compare the changes since the last save with their thresholds, and INFO reports
-// the latest counters (keys, expires, heap bytes), so INFO's Keyspace section may be a second old.
+// the counters, asked of every shard when INFO comes (so that INFO after a write shows it).
 #pragma once
 
 #include <chrono>
@@ -117,9 +117,25 @@ class Saver : public reheap::Reactor {
   std::uint64_t last_save_bytes_written_ = 0;
   bool last_save_was_full_ = true;
 
-  // The latest counters of each shard (ShardStats), and which requests are the save's own.
+  // Why counters were asked for: the periodic round, a save's start, or an INFO (which answers
+  // with fresh counters once every shard has sent them).
+  enum class StatsPurpose : std::uint8_t { kPeriodic, kSave, kInfo };
+  struct StatsAsked {
+    StatsPurpose purpose;
+    std::uint64_t info = 0;  // kInfo: the key of infos_
+  };
+  struct InfoWaiter {
+    reheap::ActorRef gateway;
+    std::uint64_t request;
+    std::size_t shards_left;
+  };
+  void ask_stats(StatsPurpose purpose, std::uint64_t info = 0);
+
+  // The latest counters of each shard (ShardStats), and what each request for them was for.
   std::vector<ShardStats> stats_;
-  std::map<std::uint64_t, bool> stats_for_save_;  // request -> true if taken at a save's start
+  std::map<std::uint64_t, StatsAsked> stats_asked_;
+  std::map<std::uint64_t, InfoWaiter> infos_;
+  std::uint64_t next_info_ = 1;
   std::uint64_t next_stats_request_ = 1;
   std::int64_t started_ms_ = 0;
 };

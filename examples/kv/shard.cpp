@@ -10,6 +10,7 @@ namespace kv {
 
 Shard::Shard(std::uint32_t index, std::uint32_t count) : index_(index), keyspace_(index, count) {
   handle<&Shard::on_request>();
+  handle<&Shard::on_batch>();
   handle<&Shard::on_stats>();
 }
 
@@ -25,16 +26,30 @@ std::int64_t Shard::now_ms() {
 
 void Shard::on_timer(reheap::TimerId) { keyspace_.expire_due(now_ms(), kExpiryBudget); }
 
-void Shard::on_request(const ShardRequest& request) {
+void Shard::execute(const std::vector<std::string>& args) {
   args_.clear();
-  for (const std::string& a : request.args) args_.emplace_back(a);
+  for (const std::string& a : args) args_.emplace_back(a);
   reply_.clear();
   if (args_.empty()) {
     reply_ = "-ERR empty command\r\n";
   } else {
     keyspace_.execute(args_, now_ms(), reply_);
   }
+}
+
+void Shard::on_request(const ShardRequest& request) {
+  execute(request.args);
   send(sender(), ShardReply{.request = request.request, .reply = reply_});
+}
+
+void Shard::on_batch(const ShardBatch& batch) {
+  ShardReplies replies;
+  replies.replies.reserve(batch.requests.size());
+  for (const ShardRequest& request : batch.requests) {
+    execute(request.args);
+    replies.replies.push_back(ShardReply{.request = request.request, .reply = reply_});
+  }
+  send(sender(), replies);
 }
 
 void Shard::on_stats(const StatsRequest& request) {

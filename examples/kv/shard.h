@@ -38,6 +38,9 @@ class Shard : public reheap::Reactor {
 
  private:
   void on_request(const ShardRequest& request);
+  void on_batch(const ShardBatch& batch);
+  // Executes one command into reply_.
+  void execute(const std::vector<std::string>& args);
   void on_stats(const StatsRequest& request);
   std::int64_t now_ms();
 
