@@ -1,6 +1,7 @@
 // Saver (see saver.h).
 #include "saver.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
@@ -111,14 +112,20 @@ bool Saver::start_save() {
   ++save_generation_;
   save_started_ms_ = now_ms();
   last_attempt_ms_ = save_started_ms_;
-  save_full_ = next_save_full_ || increments_since_full_ >= kMaxIncrements;
+  // A restored shard's snapshotter builds on the file it was restored from, and a new shard's
+  // first increment falls back to a full save by itself: only a failure or a long chain asks
+  // for a full save.
+  std::size_t longest_chain = 0;
+  for (const auto& chain : manifest_.chains) longest_chain = std::max(longest_chain, chain.size());
+  const bool full = next_save_full_ || longest_chain > static_cast<std::size_t>(kMaxIncrements);
+  save_full_ = true;  // until a shard writes an increment
   save_error_.clear();
   save_bytes_written_ = 0;
   save_chains_.assign(config_.shards.size(), {});
   changes_at_save_start_.assign(config_.shards.size(), kUnknown);
   snapshot_shard_.clear();
   snapshots_left_ = static_cast<std::uint32_t>(config_.shards.size());
-  const reheap::SnapshotKind kind = save_full_ ? reheap::SnapshotKind::kFull : reheap::SnapshotKind::kIncremental;
+  const reheap::SnapshotKind kind = full ? reheap::SnapshotKind::kFull : reheap::SnapshotKind::kIncremental;
   for (std::uint32_t i = 0; i < config_.shards.size(); ++i) {
     // The counters just before the snapshot, in the same mailbox: the writes counted as saved
     // are all in the file (a write between the two is saved and still counted as unsaved).
@@ -138,6 +145,8 @@ void Saver::on_snapshot(const reheap::SnapshotDone& done) {
   snapshot_shard_.erase(it);
   if (done.ok()) {
     save_bytes_written_ += done.bytes_written;
+    if (done.info().kind != reheap::SnapshotKind::kFull) save_full_ = false;
+    if (!done.fallback_reason.empty()) last_fallback_reason_ = done.fallback_reason;
     config_.file_bytes[shard_file_name(shard, save_generation_)] = done.bytes_written;
     try {
       for (const std::filesystem::path& file : reheap::snapshot_chain(done.file)) {
@@ -175,7 +184,6 @@ void Saver::finish_save() {
       if (changes_at_save_start_[i] != kUnknown) changes_at_last_save_[i] = changes_at_save_start_[i];
     }
     last_save_ms_ = now;
-    increments_since_full_ = save_full_ ? 0 : increments_since_full_ + 1;
     next_save_full_ = false;
     ++saves_;
     last_save_bytes_written_ = save_bytes_written_;
@@ -301,6 +309,7 @@ std::string Saver::info_text(std::int64_t now) const {
   append_field(text, "reheap_snapshot_set_bytes", set_bytes());
   append_field(text, "reheap_last_save_kind", std::string(saves_ == 0 ? "none" : last_save_was_full_ ? "full" : "incremental"));
   append_field(text, "reheap_last_save_bytes_written", last_save_bytes_written_);
+  append_field(text, "reheap_last_full_fallback", last_fallback_reason_.empty() ? std::string("none") : last_fallback_reason_);
   append_field(text, "aof_enabled", std::string("0"));
   text += "\r\n# Keyspace\r\n";
   if (keys > 0) {

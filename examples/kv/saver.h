@@ -13,10 +13,11 @@
 // Within a shard the save is exact: it holds every command the shard executed before it, and none
 // after.
 //
-// Full and incremental. The first save in a process is full (a restored shard's heap has no
-// write-tracking yet), as is the save after a failed one; after that each save is an increment on
-// the previous one, writing only the pages the shard changed since, and every kMaxIncrements-th
-// save is full again so that a restore never follows a long chain. SAVE and BGSAVE work alike
+// Full and incremental. Every save asks for an increment on the shard's previous file, writing
+// only the pages the shard changed since: a new shard's first save falls back to a full one by
+// itself, and a restored shard builds on the file it was restored from. The save after a failed
+// one is full, and so is the save after a chain grew past kMaxIncrements increments, so that a
+// restore never follows a long chain. SAVE and BGSAVE work alike
 // (the snapshots never stop the server); SAVE replies when the set is durable, BGSAVE at once.
 //
 // Counters. Once a second the saver asks every shard for its counters (ShardStats): the
@@ -102,7 +103,7 @@ class Saver : public reheap::Reactor {
   std::vector<std::uint64_t> changes_at_save_start_;
   std::string save_error_;
   std::uint64_t save_bytes_written_ = 0;
-  bool save_full_ = false;
+  bool save_full_ = false;  // every shard wrote a full snapshot
   std::vector<Waiter> waiters_;
 
   // The outcome of earlier saves.
@@ -110,12 +111,12 @@ class Saver : public reheap::Reactor {
   std::int64_t last_save_ms_ = 0;                     // of the saved set (start-up: the loaded one)
   std::int64_t last_attempt_ms_ = 0;
   bool last_save_ok_ = true;
-  bool next_save_full_ = true;
-  int increments_since_full_ = 0;
+  bool next_save_full_ = false;
   std::uint64_t saves_ = 0;
   double last_save_seconds_ = -1;
   std::uint64_t last_save_bytes_written_ = 0;
   bool last_save_was_full_ = true;
+  std::string last_fallback_reason_;  // why an increment asked for was written full, if one was
 
   // Why counters were asked for: the periodic round, a save's start, or an INFO (which answers
   // with fresh counters once every shard has sent them).
