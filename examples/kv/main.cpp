@@ -252,12 +252,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "reheap-kv: cannot restore the saved set, starting empty (--ignore-bad-snapshot): %s\n",
                  e.what());
     saver.file_bytes.clear();
-    // The next save must not reuse the bad set's file names.
-    try {
-      if (const auto bad = kv::read_manifest(o.dir)) saver.loaded.generation = bad->generation;
-    } catch (const std::exception&) {
-    }
-    saver.loaded.chains.clear();
+    // The next save must not reuse the bad set's file names, even when the manifest is the bad
+    // part: it saves above every file of the directory.
+    saver.loaded = kv::Manifest{};
+    saver.loaded.generation = kv::newest_file_generation(o.dir);
   }
   saver.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   if (shards.empty()) {

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -140,6 +142,25 @@ void write_manifest(const std::filesystem::path& dir, const Manifest& m) {
     ::fsync(dir_fd);
     ::close(dir_fd);
   }
+}
+
+std::uint64_t newest_file_generation(const std::filesystem::path& dir) {
+  std::uint64_t newest = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // shard-<index>.<generation>.snap
+    if (name.rfind("shard-", 0) != 0 || entry.path().extension() != ".snap") continue;
+    const std::string stem = entry.path().stem().string();  // shard-<index>.<generation>
+    const std::size_t dot = stem.rfind('.');
+    if (dot == std::string::npos) continue;
+    std::uint64_t generation = 0;
+    const char* first = stem.data() + dot + 1;
+    const char* last = stem.data() + stem.size();
+    const auto [end, parse_error] = std::from_chars(first, last, generation);
+    if (parse_error == std::errc() && end == last) newest = std::max(newest, generation);
+  }
+  return newest;
 }
 
 std::size_t delete_unnamed_files(const std::filesystem::path& dir, const Manifest& manifest) {

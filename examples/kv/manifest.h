@@ -47,6 +47,9 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir);
 void write_manifest(const std::filesystem::path& dir, const Manifest& manifest);
 // The snapshot file of shard `index` at `generation`.
 std::string shard_file_name(std::uint32_t index, std::uint64_t generation);
+// The highest generation among the shard snapshot files of `dir` (0 if none), whatever the
+// manifest says: a start that ignores a bad set saves above it, so no bad file is overwritten.
+std::uint64_t newest_file_generation(const std::filesystem::path& dir);
 // Deletes the shard snapshot files of `dir` that `manifest` does not name; returns how many.
 std::size_t delete_unnamed_files(const std::filesystem::path& dir, const Manifest& manifest);
 

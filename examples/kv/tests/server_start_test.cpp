@@ -1,0 +1,348 @@
+// Start-up against bad data, with the real reheap-kv binary (KV_SERVER_BINARY): a set the server
+// saved restores after a restart; a truncated or damaged shard file and a manifest whose checksum
+// does not match each stop the start with exit status 1 and a message naming the file; with
+// --ignore-bad-snapshot the server starts empty instead, serves, and its next save replaces the set.
+//
+// Each server runs with --port on a port found free just before (bound to port 0, then closed),
+// --save "" (no rules, so no save on the way out), its output in files; a guard kills it if a test
+// fails before it stops.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kv_runtime_test_support.h"
+#include "manifest.h"
+
+extern char** environ;
+
+namespace kv::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kKeys = 32;
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  std::uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// One run of the server. The destructor kills it if it still runs (a failed test).
+class ServerProcess {
+ public:
+  ServerProcess(const std::filesystem::path& dir, const std::filesystem::path& logs, std::vector<std::string> extra = {})
+      : port_(free_port()), out_(logs / ("out-" + std::to_string(port_))), err_(logs / ("err-" + std::to_string(port_))) {
+    std::vector<std::string> args = {KV_SERVER_BINARY, "--port", std::to_string(port_), "--dir", dir.string(),
+                                     "--save", ""};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~ServerProcess() {
+    if (pid_ > 0 && !status_) {
+      ::kill(pid_, SIGKILL);
+      int ignored = 0;
+      ::waitpid(pid_, &ignored, 0);
+    }
+  }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  bool started() const { return pid_ > 0 && port_ != 0; }
+  std::string out() const { return read_text(out_); }
+  std::string err() const { return read_text(err_); }
+
+  // Waits until it says "ready" (true) or exits (false).
+  bool wait_ready() {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (out().find(" ready on ") != std::string::npos) return true;
+      if (poll_exit()) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  // Waits for it to exit; its exit status, or -1 (killed by a signal, or still running at the
+  // deadline: then it is killed).
+  int wait_exit() {
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!poll_exit() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    if (!status_) return -1;
+    return WIFEXITED(*status_) ? WEXITSTATUS(*status_) : -1;
+  }
+  int terminate() {
+    if (!status_) ::kill(pid_, SIGTERM);
+    return wait_exit();
+  }
+
+ private:
+  bool poll_exit() {
+    if (status_) return true;
+    int status = 0;
+    if (pid_ <= 0 || ::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    status_ = status;
+    return true;
+  }
+
+  std::uint16_t port_;
+  std::filesystem::path out_;
+  std::filesystem::path err_;
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// The length of the complete RESP2 reply at the front of `in`, or 0 if it is not complete yet.
+std::size_t reply_length(std::string_view in) {
+  const std::size_t eol = in.find("\r\n");
+  if (eol == std::string_view::npos) return 0;
+  if (in[0] == '$') {
+    const long n = std::stol(std::string(in.substr(1, eol - 1)));
+    if (n < 0) return eol + 2;
+    const std::size_t total = eol + 2 + static_cast<std::size_t>(n) + 2;
+    return in.size() >= total ? total : 0;
+  }
+  if (in[0] == '*') {
+    const long n = std::stol(std::string(in.substr(1, eol - 1)));
+    std::size_t at = eol + 2;
+    for (long i = 0; i < n; ++i) {
+      const std::size_t part = reply_length(in.substr(at));
+      if (part == 0) return 0;
+      at += part;
+    }
+    return at;
+  }
+  return eol + 2;
+}
+
+// A blocking RESP2 client with a receive timeout.
+class Client {
+ public:
+  explicit Client(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    timeval timeout{};
+    timeout.tv_sec = kPatience.count();
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(port);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+  }
+  ~Client() { ::close(fd_); }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  bool connected() const { return connected_; }
+
+  std::string command(const std::vector<std::string>& args) {
+    std::string request = "*" + std::to_string(args.size()) + "\r\n";
+    for (const std::string& a : args) request += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    for (std::size_t done = 0; done < request.size();) {
+      const ssize_t n = ::send(fd_, request.data() + done, request.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return "<send failed>";
+      done += static_cast<std::size_t>(n);
+    }
+    for (;;) {
+      if (const std::size_t length = input_.empty() ? 0 : reply_length(input_); length != 0) {
+        std::string reply = input_.substr(0, length);
+        input_.erase(0, length);
+        return reply;
+      }
+      char buffer[4096];
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) return "<connection closed or timed out>";
+      input_.append(buffer, static_cast<std::size_t>(n));
+    }
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  std::string input_;
+};
+
+std::string key(int i) { return "key:" + std::to_string(i); }
+std::string value(int i, const std::string& round) { return round + "-value-" + std::to_string(i); }
+
+// Starts a server on `dir`, writes kKeys keys of `round`, saves, and stops it.
+void save_a_set(const std::filesystem::path& dir, const std::filesystem::path& logs, const std::string& round) {
+  ServerProcess server(dir, logs);
+  ASSERT_TRUE(server.started());
+  ASSERT_TRUE(server.wait_ready()) << server.err();
+  Client client(server.port());
+  ASSERT_TRUE(client.connected());
+  for (int i = 0; i < kKeys; ++i) ASSERT_EQ(client.command({"SET", key(i), value(i, round)}), "+OK\r\n");
+  ASSERT_EQ(client.command({"SAVE"}), "+OK\r\n");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+void expect_values(std::uint16_t port, const std::string& round) {
+  Client client(port);
+  ASSERT_TRUE(client.connected());
+  EXPECT_EQ(client.command({"DBSIZE"}), ":" + std::to_string(kKeys) + "\r\n");
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string v = value(i, round);
+    EXPECT_EQ(client.command({"GET", key(i)}), "$" + std::to_string(v.size()) + "\r\n" + v + "\r\n");
+  }
+}
+
+// The start refuses: exit status 1, no "ready", and stderr names `file`.
+void expect_refused(const std::filesystem::path& dir, const std::filesystem::path& logs,
+                    const std::filesystem::path& file, const std::string& reason) {
+  ServerProcess server(dir, logs);
+  ASSERT_TRUE(server.started());
+  EXPECT_FALSE(server.wait_ready()) << server.out();
+  EXPECT_EQ(server.wait_exit(), 1);
+  const std::string err = server.err();
+  EXPECT_NE(err.find(file.string()), std::string::npos) << "stderr does not name " << file << ":\n" << err;
+  EXPECT_NE(err.find(reason), std::string::npos) << "stderr does not say '" << reason << "':\n" << err;
+  EXPECT_NE(err.find("--ignore-bad-snapshot"), std::string::npos) << err;
+}
+
+struct Dirs {
+  TempDir data;
+  TempDir logs;
+};
+
+TEST(ServerStart, ASetTheServerSavedIsRestoredAfterARestart) {
+  Dirs d;
+  ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
+  ServerProcess server(d.data.path(), d.logs.path());
+  ASSERT_TRUE(server.wait_ready()) << server.err();
+  EXPECT_NE(server.out().find("restored 4 shards of generation 1"), std::string::npos) << server.out();
+  expect_values(server.port(), "a");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+TEST(ServerStart, ATruncatedShardFileStopsTheStartNamingTheFile) {
+  Dirs d;
+  ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
+  const std::filesystem::path file = d.data.path() / shard_file_name(1, 1);
+  const auto size = std::filesystem::file_size(file);
+  std::filesystem::resize_file(file, size / 2);
+  expect_refused(d.data.path(), d.logs.path(), file, "cannot restore the saved set");
+}
+
+TEST(ServerStart, AShardFileWithAFlippedByteStopsTheStartNamingTheFile) {
+  Dirs d;
+  ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
+  const std::filesystem::path file = d.data.path() / shard_file_name(2, 1);
+  std::string bytes = read_text(file);
+  ASSERT_GT(bytes.size(), 64u);
+  // Somewhere in the middle (page data, covered by its run's checksum), and the last byte (the
+  // trailer's checksum): each is a start of its own.
+  for (const std::size_t at : {bytes.size() / 2, bytes.size() - 1}) {
+    SCOPED_TRACE("byte " + std::to_string(at) + " of " + std::to_string(bytes.size()));
+    std::string damaged = bytes;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << damaged;
+    expect_refused(d.data.path(), d.logs.path(), file, "cannot restore the saved set");
+  }
+}
+
+TEST(ServerStart, AManifestWithAWrongChecksumStopsTheStartNamingTheManifest) {
+  Dirs d;
+  ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
+  const std::filesystem::path manifest = d.data.path() / kManifestName;
+  std::string text = read_text(manifest);
+  const std::size_t at = text.find("generation 1");
+  ASSERT_NE(at, std::string::npos) << text;
+  text[at + 11] = '7';  // "generation 7": a lie the checksum catches
+  std::ofstream(manifest, std::ios::binary | std::ios::trunc) << text;
+  expect_refused(d.data.path(), d.logs.path(), manifest, "checksum mismatch");
+}
+
+TEST(ServerStart, WithIgnoreBadSnapshotABadShardFileStartsEmptyAndTheNextSaveReplacesTheSet) {
+  Dirs d;
+  ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
+  const std::filesystem::path file = d.data.path() / shard_file_name(3, 1);
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 3);
+  {
+    ServerProcess server(d.data.path(), d.logs.path(), {"--ignore-bad-snapshot"});
+    ASSERT_TRUE(server.wait_ready()) << server.err();
+    EXPECT_NE(server.err().find(file.string()), std::string::npos) << server.err();
+    Client client(server.port());
+    ASSERT_TRUE(client.connected());
+    EXPECT_EQ(client.command({"DBSIZE"}), ":0\r\n");
+    EXPECT_EQ(client.command({"GET", key(0)}), "$-1\r\n");
+    for (int i = 0; i < kKeys; ++i) ASSERT_EQ(client.command({"SET", key(i), value(i, "b")}), "+OK\r\n");
+    ASSERT_EQ(client.command({"SAVE"}), "+OK\r\n");
+    EXPECT_EQ(server.terminate(), 0) << server.err();
+  }
+  const std::optional<Manifest> m = read_manifest(d.data.path());
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->generation, 2u);  // past the bad set's generation: none of its names reused
+  EXPECT_FALSE(std::filesystem::exists(file)) << "the bad set's file outlived the save that replaced it";
+  ServerProcess server(d.data.path(), d.logs.path());
+  ASSERT_TRUE(server.wait_ready()) << server.err();
+  expect_values(server.port(), "b");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+TEST(ServerStart, WithIgnoreBadSnapshotABadManifestStartsEmptyAndTheNextSaveReplacesTheSet) {
+  Dirs d;
+  ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
+  const std::filesystem::path manifest = d.data.path() / kManifestName;
+  std::string text = read_text(manifest);
+  text[text.size() - 2] = text[text.size() - 2] == '0' ? '1' : '0';  // the checksum's last digit
+  std::ofstream(manifest, std::ios::binary | std::ios::trunc) << text;
+  {
+    ServerProcess server(d.data.path(), d.logs.path(), {"--ignore-bad-snapshot"});
+    ASSERT_TRUE(server.wait_ready()) << server.err();
+    EXPECT_NE(server.err().find(manifest.string()), std::string::npos) << server.err();
+    Client client(server.port());
+    ASSERT_TRUE(client.connected());
+    EXPECT_EQ(client.command({"DBSIZE"}), ":0\r\n");
+    for (int i = 0; i < kKeys; ++i) ASSERT_EQ(client.command({"SET", key(i), value(i, "c")}), "+OK\r\n");
+    ASSERT_EQ(client.command({"SAVE"}), "+OK\r\n");
+    EXPECT_EQ(server.terminate(), 0) << server.err();
+  }
+  ServerProcess server(d.data.path(), d.logs.path());
+  ASSERT_TRUE(server.wait_ready()) << server.err();
+  expect_values(server.port(), "c");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+}  // namespace
+}  // namespace kv::testing
