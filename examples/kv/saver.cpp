@@ -121,21 +121,31 @@ bool Saver::start_save() {
   save_full_ = true;  // until a shard writes an increment
   save_error_.clear();
   save_bytes_written_ = 0;
+  save_longest_shard_seconds_ = 0;
+  shard_save_started_.assign(config_.shards.size(), {});
   save_chains_.assign(config_.shards.size(), {});
   changes_at_save_start_.assign(config_.shards.size(), kUnknown);
   snapshot_shard_.clear();
   snapshots_left_ = static_cast<std::uint32_t>(config_.shards.size());
-  const reheap::SnapshotKind kind = full ? reheap::SnapshotKind::kFull : reheap::SnapshotKind::kIncremental;
-  for (std::uint32_t i = 0; i < config_.shards.size(); ++i) {
-    // The counters just before the snapshot, in the same mailbox: the writes counted as saved
-    // are all in the file (a write between the two is saved and still counted as unsaved).
-    const std::uint64_t request = next_stats_request_++;
-    stats_asked_.emplace(request, StatsAsked{StatsPurpose::kSave, 0});
-    send(config_.shards[i], StatsRequest{.request = request});
-    const std::filesystem::path file = config_.dir / shard_file_name(i, save_generation_);
-    snapshot_shard_.emplace(request_snapshot(config_.shards[i], file, kind), i);
-  }
+  save_kind_ = full ? reheap::SnapshotKind::kFull : reheap::SnapshotKind::kIncremental;
+  // One lane per worker: shard i lives on worker i % workers, and a snapshot runs on its shard's
+  // worker, holding up everything else there (the gateway too). Saving a worker's shards one
+  // after the other lets that worker serve between them, so a client waits for at most one
+  // shard's snapshot, not for all of its worker's; the workers save in parallel.
+  const auto lanes = std::min<std::size_t>(static_cast<std::size_t>(std::max(config_.workers, 1)), config_.shards.size());
+  for (std::uint32_t i = 0; i < lanes; ++i) save_shard(i);
   return true;
+}
+
+void Saver::save_shard(std::uint32_t i) {
+  // The counters just before the snapshot, in the same mailbox: the writes counted as saved are
+  // all in the file (a write between the two is saved and still counted as unsaved).
+  const std::uint64_t request = next_stats_request_++;
+  stats_asked_.emplace(request, StatsAsked{StatsPurpose::kSave, 0});
+  send(config_.shards[i], StatsRequest{.request = request});
+  const std::filesystem::path file = config_.dir / shard_file_name(i, save_generation_);
+  snapshot_shard_.emplace(request_snapshot(config_.shards[i], file, save_kind_), i);
+  shard_save_started_[i] = steady_now();
 }
 
 void Saver::on_snapshot(const reheap::SnapshotDone& done) {
@@ -143,6 +153,9 @@ void Saver::on_snapshot(const reheap::SnapshotDone& done) {
   if (!saving_ || it == snapshot_shard_.end()) return;
   const std::uint32_t shard = it->second;
   snapshot_shard_.erase(it);
+  // From the request to the answer: the shard's snapshot and whatever its worker ran before it.
+  const double seconds = std::chrono::duration<double>(steady_now() - shard_save_started_[shard]).count();
+  save_longest_shard_seconds_ = std::max(save_longest_shard_seconds_, seconds);
   if (done.ok()) {
     save_bytes_written_ += done.bytes_written;
     if (done.info().kind != reheap::SnapshotKind::kFull) save_full_ = false;
@@ -159,6 +172,8 @@ void Saver::on_snapshot(const reheap::SnapshotDone& done) {
     save_error_ = "shard " + std::to_string(shard) + ": " + reheap::to_string(done.snapshot_status()) +
                   (done.error.empty() ? "" : ": " + done.error);
   }
+  const std::uint32_t next = shard + static_cast<std::uint32_t>(std::max(config_.workers, 1));
+  if (next < config_.shards.size()) save_shard(next);  // the next shard of this lane
   if (--snapshots_left_ == 0) finish_save();
 }
 
@@ -188,6 +203,7 @@ void Saver::finish_save() {
     ++saves_;
     last_save_bytes_written_ = save_bytes_written_;
     last_save_was_full_ = save_full_;
+    last_save_longest_shard_seconds_ = save_longest_shard_seconds_;
   } else {
     std::fprintf(stderr, "reheap-kv: save %" PRIu64 " failed, the saved set is still generation %" PRIu64 ": %s\n",
                  save_generation_, manifest_.generation, save_error_.c_str());
@@ -309,6 +325,7 @@ std::string Saver::info_text(std::int64_t now) const {
   append_field(text, "reheap_snapshot_set_bytes", set_bytes());
   append_field(text, "reheap_last_save_kind", std::string(saves_ == 0 ? "none" : last_save_was_full_ ? "full" : "incremental"));
   append_field(text, "reheap_last_save_bytes_written", last_save_bytes_written_);
+  append_field(text, "reheap_last_save_longest_shard_sec", seconds_text(last_save_longest_shard_seconds_));
   append_field(text, "reheap_last_full_fallback", last_fallback_reason_.empty() ? std::string("none") : last_fallback_reason_);
   append_field(text, "aof_enabled", std::string("0"));
   text += "\r\n# Keyspace\r\n";

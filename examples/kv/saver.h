@@ -13,6 +13,9 @@
 // Within a shard the save is exact: it holds every command the shard executed before it, and none
 // after.
 //
+// Order: the shards of one worker save one after the other (a snapshot holds up its whole
+// worker), the workers in parallel; see save_shard.
+//
 // Full and incremental. Every save asks for an increment on the shard's previous file, writing
 // only the pages the shard changed since: a new shard's first save falls back to a full one by
 // itself, and a restored shard builds on the file it was restored from. The save after a failed
@@ -83,6 +86,7 @@ class Saver : public reheap::Reactor {
 
   // Starts a save of every shard; false if one is already running.
   bool start_save();
+  void save_shard(std::uint32_t index);
   void finish_save();
   void answer(std::uint64_t request, const std::string& reply);
   std::string info_text(std::int64_t now) const;
@@ -103,7 +107,10 @@ class Saver : public reheap::Reactor {
   std::vector<std::uint64_t> changes_at_save_start_;
   std::string save_error_;
   std::uint64_t save_bytes_written_ = 0;
+  std::vector<std::chrono::steady_clock::time_point> shard_save_started_;  // by shard
+  double save_longest_shard_seconds_ = 0;
   bool save_full_ = false;  // every shard wrote a full snapshot
+  reheap::SnapshotKind save_kind_ = reheap::SnapshotKind::kIncremental;  // asked of every shard
   std::vector<Waiter> waiters_;
 
   // The outcome of earlier saves.
@@ -116,6 +123,7 @@ class Saver : public reheap::Reactor {
   double last_save_seconds_ = -1;
   std::uint64_t last_save_bytes_written_ = 0;
   bool last_save_was_full_ = true;
+  double last_save_longest_shard_seconds_ = 0;
   std::string last_fallback_reason_;  // why an increment asked for was written full, if one was
 
   // Why counters were asked for: the periodic round, a save's start, or an INFO (which answers

@@ -21,7 +21,8 @@
 #                splits it, so PSS is the memory the save really costs. GET latency comes from
 #                a /usr/bin/python3 client (kv_bench_probe.py latency: one connection, one GET
 #                at a time, timed around each request); the worst p99 of the one-second windows
-#                (slid by 0.25 s) that overlap the save is reported against the second before.
+#                (slid by 0.25 s) that overlap the save is reported against the second before,
+#                and so is the slowest GET that was waiting at any moment of the save.
 # redis-server runs with its default single thread for commands whatever --workers says.
 #
 # Output: the machine, every run's numbers, then a Markdown table (medians, spread as
@@ -296,6 +297,7 @@ metrics=(
   "peak_pss_mb|peak PSS during BGSAVE, with children (MB)|1"
   "baseline_p99_ms|GET p99 in the second before BGSAVE (ms)|2"
   "save_worst_p99_ms|worst 1 s GET p99 during BGSAVE (ms)|2"
+  "save_max_ms|slowest GET waiting during BGSAVE (ms)|1"
 )
 redis_cfg=$((n - 1))
 echo

@@ -8,7 +8,9 @@ The test (driven by kv_clients_test.sh) is:
          generation that only grows, INCR c:<j>, and SET n:<gen> <gen> (keys the SAVE did not
          have). Each batch is logged before it is sent and marked acknowledged once every reply
          has come back. The writer stops when the server goes away;
-  bgsave BGSAVE, then either (default) wait until INFO shows rdb_bgsave_in_progress:1, or 0.5 s,
+  bgsave BGSAVE, then either, with --kill-tree PID, SIGKILL the server and its children as soon as
+         BGSAVE replies (the save is running then); or (default) wait until INFO shows
+         rdb_bgsave_in_progress:1, or 0.5 s,
          so that the caller can kill -9 the server (and its children) while the save runs; or,
          with --until-done, wait until the save has finished (rdb_bgsave_in_progress:0 and
          LASTSAVE past the SAVE's) and note in --mark which batches had been acknowledged
@@ -31,7 +33,9 @@ usage: /usr/bin/python3 crash_check.py {load,write,bgsave,check} --port P [--key
 import argparse
 import hashlib
 import json
+import os
 import random
+import signal
 import sys
 import time
 
@@ -121,6 +125,22 @@ def last_acknowledged(log_path):
     return last
 
 
+def kill_tree(pid):
+    """SIGKILL the children of `pid` (a Redis fork saving), then `pid`."""
+    children = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                children += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    for victim in children + [pid]:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def bgsave(args):
     r = connect(args.port)
     if args.until_done:
@@ -128,7 +148,16 @@ def bgsave(args):
         mark = last_acknowledged(args.log)
         with open(args.mark, "w") as f:
             f.write(f"{mark}\n")
-    print(f"  BGSAVE: {r.bgsave()}")
+    started = r.bgsave()
+    if args.kill_tree:
+        # At once, from here: the save has just started (Redis has forked before it replies;
+        # reheap-kv's shards have the snapshot requests in their mailboxes), and any round trip
+        # more - an INFO, or returning to the shell - could let a fast save finish first.
+        kill_tree(args.kill_tree)
+        print(f"  BGSAVE: {started}; killed the server (pid {args.kill_tree}) and its children "
+              "with SIGKILL right after the reply")
+        return
+    print(f"  BGSAVE: {started}")
     if args.until_done:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -225,6 +254,8 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--keys", type=int, default=50_000)
     parser.add_argument("--log", default="writer.log")
+    parser.add_argument("--kill-tree", type=int, metavar="PID",
+                        help="bgsave: SIGKILL PID and its children as soon as BGSAVE replies")
     parser.add_argument("--until-done", action="store_true",
                         help="bgsave: wait for the save to finish instead of its start")
     parser.add_argument("--mark", help="bgsave --until-done writes, check reads: the last "

@@ -8,14 +8,16 @@
 # Each step starts its own server on a free loopback port in a fresh directory, prints PASS or
 # FAIL, and prints the server's log when it fails. The steps (run all, or one with --step):
 #
-#   redis_cli                  one-shot commands, --no-raw output, commands fed on stdin,
+#   redis_cli                  one-shot commands, --no-raw output, an interactive session on a
+#                              pseudo-terminal (interactive_cli.py), commands fed on stdin,
 #                              --pipe mass insertion, --scan
 #   redis_benchmark_default    redis-benchmark's default run (every test), then the data it left
 #   redis_benchmark_pipelined  redis-benchmark -P 16 -t set,get,incr,lpush
 #   raw_protocol               inline commands, malformed requests (raw_protocol.py)
 #   redis_py                   the functional suite (redis_py_suite.py)
 #   slow_reader                a client that never reads its replies (slow_reader.py)
-#   crash_during_bgsave        kill -9 during BGSAVE under writes, restart, check; then kill -9
+#   crash_during_bgsave        kill -9 during BGSAVE under writes (the instant BGSAVE replies),
+#                              restart, check; then kill -9
 #                              after a BGSAVE finished, restart, check it kept every
 #                              acknowledged write (crash_check.py)
 #
@@ -186,7 +188,10 @@ step_redis_cli() {
     "(error) WRONGTYPE Operation against a key holding the wrong kind of value" \
     "$(cli --no-raw GET l)"
 
-  # Interactive: redis-cli reads one command per line from stdin when it is not a terminal.
+  # Interactive, on a pseudo-terminal: the prompt, the line editor, replies formatted for people.
+  "$python" "$script_dir/interactive_cli.py" --port "$port" || fail "interactive redis-cli"
+
+  # Batch: redis-cli reads one command per line from stdin when it is not a terminal.
   # (It first sends COMMAND DOCS for its help; an error reply there is fine.) Error replies
   # are followed by an empty line; error texts are compared by their first word only.
   local out
@@ -205,7 +210,7 @@ step_redis_cli() {
   expect "--pipe of $n SETs" "errors: 0, replies: $n" "$(grep -o 'errors: .*' <<<"$out")"
   # --scan uses SCAN with MATCH; keys 0..999 that start with 9: 9, 90-99, 900-999.
   expect "--scan --pattern '9*'" 111 "$(cli --scan --pattern '9*' | sort -u | wc -l)"
-  expect "DBSIZE" $((n + 4)) "$(cli DBSIZE)"
+  expect "DBSIZE" $((n + 7)) "$(cli DBSIZE)"
   stop_server
 }
 
@@ -324,7 +329,8 @@ crash_round() {
   helper_pids+=("$writer")
   sleep 1  # acknowledged writes before the save starts; LASTSAVE moves past the SAVE's second
   if [[ $when == running ]]; then
-    "$python" "$script_dir/crash_check.py" bgsave "${common[@]}" || fail "BGSAVE"
+    "$python" "$script_dir/crash_check.py" bgsave "${common[@]}" --kill-tree "$server_pid" ||
+      fail "BGSAVE"
   else
     "$python" "$script_dir/crash_check.py" bgsave "${common[@]}" --until-done --mark "$mark" ||
       fail "BGSAVE to completion"
