@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "gateway.h"
@@ -40,7 +42,7 @@ struct Options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
   int workers = 1;
-  int shards_per_worker = 4;
+  int shards_per_worker = 8;
   std::filesystem::path dir = ".";
   std::string save = "3600 1 300 100 60 10000";  // Redis 7's default
   bool ignore_bad_snapshot = false;
@@ -65,7 +67,7 @@ void on_listening(bool ok, const char* error) {
                "  --host ADDR              numeric address to listen on (default 127.0.0.1)\n"
                "  --port P                 TCP port (default 6379)\n"
                "  --workers N              worker threads, each with a gateway (default 1)\n"
-               "  --shards-per-worker S    shards of a new data set per worker (default 4)\n"
+               "  --shards-per-worker S    shards of a new data set per worker (default 8)\n"
                "  --dir DIR                data directory: manifest and shard snapshots (default .)\n"
                "  --save \"S C ...\"         save after S seconds if C writes happened; \"\" never\n"
                "                           (default \"3600 1 300 100 60 10000\", as Redis)\n"
@@ -137,27 +139,49 @@ std::string canonical_rules(const std::vector<kv::SaveRule>& rules) {
   return text;
 }
 
-// Restores every shard of `manifest`; throws naming the file that failed.
+// Restores every shard of `manifest`; throws naming the file that failed (the lowest shard's, if
+// several did). The files are read on one thread per core at most (a restore is mostly reading
+// and checking pages, and Runtime::restore may be called from any thread), so a start-up with
+// several shards takes about the time of the largest file per core.
 std::vector<reheap::ActorRef> restore_set(reheap::Runtime& rt, const Options& o, const kv::Manifest& manifest,
                                           kv::SaverConfig& saver) {
-  std::vector<reheap::ActorRef> shards;
   for (std::uint32_t i = 0; i < manifest.shards; ++i) {
     for (const std::string& name : manifest.chains[i]) {
       std::error_code ec;
       const auto size = std::filesystem::file_size(o.dir / name, ec);
       saver.file_bytes[name] = ec ? 0 : size;
     }
-    const std::filesystem::path file = o.dir / manifest.chains[i].back();
-    reheap::ReactorRestoreOptions options;
-    options.worker = static_cast<int>(i % static_cast<std::uint32_t>(o.workers));
-    options.spawn.name = "shard " + std::to_string(i);
-    try {
-      shards.push_back(rt.restore(file, options));
-    } catch (const std::exception& e) {
-      for (const reheap::ActorRef s : shards) rt.stop(s);
-      for (const reheap::ActorRef s : shards) rt.wait_stopped(s);
-      throw std::runtime_error(file.string() + ": " + e.what());
+  }
+  std::vector<reheap::ActorRef> shards(manifest.shards);
+  std::vector<std::string> errors(manifest.shards);
+  std::atomic<std::uint32_t> next{0};
+  const auto restore_some = [&] {
+    for (std::uint32_t i = next.fetch_add(1); i < manifest.shards; i = next.fetch_add(1)) {
+      const std::filesystem::path file = o.dir / manifest.chains[i].back();
+      reheap::ReactorRestoreOptions options;
+      options.worker = static_cast<int>(i % static_cast<std::uint32_t>(o.workers));
+      options.spawn.name = "shard " + std::to_string(i);
+      try {
+        shards[i] = rt.restore(file, options);
+      } catch (const std::exception& e) {
+        errors[i] = file.string() + ": " + e.what();
+      }
     }
+  };
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> readers;
+  for (unsigned t = 1; t < std::min<unsigned>(cores, manifest.shards); ++t) readers.emplace_back(restore_some);
+  restore_some();
+  for (std::thread& t : readers) t.join();
+  for (std::uint32_t i = 0; i < manifest.shards; ++i) {
+    if (errors[i].empty()) continue;
+    for (const reheap::ActorRef s : shards) {
+      if (s.value() != 0) rt.stop(s);
+    }
+    for (const reheap::ActorRef s : shards) {
+      if (s.value() != 0) rt.wait_stopped(s);
+    }
+    throw std::runtime_error(errors[i]);
   }
   return shards;
 }

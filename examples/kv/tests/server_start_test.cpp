@@ -250,7 +250,7 @@ TEST(ServerStart, ASetTheServerSavedIsRestoredAfterARestart) {
   ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
   ServerProcess server(d.data.path(), d.logs.path());
   ASSERT_TRUE(server.wait_ready()) << server.err();
-  EXPECT_NE(server.out().find("restored 4 shards of generation 1"), std::string::npos) << server.out();
+  EXPECT_NE(server.out().find("restored 8 shards of generation 1"), std::string::npos) << server.out();
   expect_values(server.port(), "a");
   EXPECT_EQ(server.terminate(), 0) << server.err();
 }
