@@ -170,11 +170,17 @@ void Keyspace::lrem(const Call& call) {
   List& list = it->second.list();
   const std::string_view element = call.args[3];
   // count > 0: the first `count` matches from the head; < 0: from the tail; 0: all of them.
-  // Build the kept elements in order, then swap, so removal is one O(n) pass.
+  // Build the kept elements in order, then swap, so removal is one O(n) pass. Nothing moves
+  // unless something matches: moving out of `list` and keeping it would leave it holding
+  // moved-from (empty) strings.
   const std::uint64_t limit = count == 0 ? UINT64_MAX
                               : count > 0 ? static_cast<std::uint64_t>(count)
                                           : static_cast<std::uint64_t>(-(count + 1)) + 1;
   std::uint64_t removed = 0;
+  if (std::find(list.begin(), list.end(), element) == list.end()) {
+    append_integer(call.out, 0);
+    return;
+  }
   List kept;
   if (count >= 0) {
     for (auto& value : list) {
@@ -216,6 +222,7 @@ void Keyspace::ltrim(const Call& call) {
     return;
   }
   List& list = it->second.list();
+  const std::size_t before = list.size();
   std::size_t first = 0;
   std::size_t last = 0;
   if (!detail::resolve_range(start, stop, list.size(), first, last)) {
@@ -224,7 +231,7 @@ void Keyspace::ltrim(const Call& call) {
     list.erase(list.begin() + static_cast<std::ptrdiff_t>(last) + 1, list.end());
     list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(first));
   }
-  ++changes_;
+  changes_ += before - list.size();  // as Redis: the elements removed, none if none were
   append_ok(call.out);
   erase_if_empty(it);
 }
