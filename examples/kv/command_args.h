@@ -6,8 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "reply.h"
 
 namespace kv::detail {
 
@@ -44,6 +47,23 @@ inline bool equals_ignoring_case(std::string_view a, std::string_view lower) {
     char c = a[i];
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+// The optional COUNT of LPOP/RPOP/SPOP/ZPOPMIN/ZPOPMAX at args[index]: 1 when absent, else a
+// non-negative integer. A bad one gets its error appended to `out` and false.
+inline bool parse_pop_count(std::span<const std::string_view> args, std::size_t index, std::string& out,
+                            std::int64_t& count) {
+  count = 1;
+  if (args.size() <= index) return true;
+  if (!parse_int64(args[index], count)) {
+    append_error(out, kNotIntegerError);
+    return false;
+  }
+  if (count < 0) {
+    append_error(out, kMustBePositiveError);
+    return false;
   }
   return true;
 }

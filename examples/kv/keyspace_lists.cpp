@@ -10,6 +10,7 @@
 namespace kv {
 
 using detail::parse_int64;
+using detail::parse_pop_count;
 
 void Keyspace::push(const Call& call, bool left, bool only_existing) {
   bool wrong = false;
@@ -41,16 +42,7 @@ void Keyspace::pop(const Call& call, bool left) {
   }
   const bool has_count = call.args.size() == 3;
   std::int64_t count = 1;
-  if (has_count) {
-    if (!parse_int64(call.args[2], count)) {
-      append_error(call.out, kNotIntegerError);
-      return;
-    }
-    if (count < 0) {
-      append_error(call.out, kMustBePositiveError);
-      return;
-    }
-  }
+  if (!parse_pop_count(call.args, 2, call.out, count)) return;
   bool wrong = false;
   auto it = find_typed(call.args[1], ValueType::kList, call, wrong);
   if (wrong) return;

@@ -16,6 +16,7 @@ namespace kv {
 using detail::equals_ignoring_case;
 using detail::parse_double;
 using detail::parse_int64;
+using detail::parse_pop_count;
 
 namespace {
 
@@ -264,16 +265,7 @@ void Keyspace::zpop(const Call& call, bool max) {
     return;
   }
   std::int64_t count = 1;
-  if (call.args.size() == 3) {
-    if (!parse_int64(call.args[2], count)) {
-      append_error(call.out, kNotIntegerError);
-      return;
-    }
-    if (count < 0) {
-      append_error(call.out, kMustBePositiveError);
-      return;
-    }
-  }
+  if (!parse_pop_count(call.args, 2, call.out, count)) return;
   bool wrong = false;
   auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
   if (wrong) return;
