@@ -13,6 +13,11 @@
 // out in command order whichever shard answers first. Each shard part carries a request number,
 // the key of `requests_`; a reply for a client that has gone is dropped.
 //
+// Batching. The shard parts of one read wait in `outbox_` and go as one ShardBatch per shard at
+// the end of the read (send_batches); the shard answers with one ShardReplies, and each client
+// it completes is flushed once. With pipelining a message per command would cost more than the
+// commands themselves.
+//
 // Bounds (a client must not be able to eat the server's memory):
 //   - input: the parser's limits (resp_parser.h); a request over them gets -ERR and the
 //     connection is closed after its earlier replies are written;
