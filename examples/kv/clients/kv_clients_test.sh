@@ -21,11 +21,12 @@
 #                              after a BGSAVE finished, restart, check it kept every
 #                              acknowledged write (crash_check.py)
 #
-# --quick shrinks the loads (for sanitizer builds, ~10x slower). Exit status: 0 if every step
+# --quick shrinks the loads (for sanitizer builds, ~10x slower). --rss-limit-mb N (256) bounds
+# the server's RSS growth in slow_reader. Exit status: 0 if every step
 # passed, 1 if one failed, 77 if a client program is missing (ctest's SKIP_RETURN_CODE).
 #
 # usage: bash examples/kv/clients/kv_clients_test.sh SERVER_BINARY [--quick] [--step NAME]
-#                                                    [--workers N] [--keep]
+#                                                    [--workers N] [--keep] [--rss-limit-mb N]
 set -uo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,12 +40,14 @@ usage() {
 
 server=""
 quick=0
+rss_limit_mb=256  # slow_reader: the server's RSS may grow by less than this
 steps=()
 workers=""
 keep=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --quick) quick=1 ;;
+    --rss-limit-mb) rss_limit_mb=$2; shift ;;
     --step) steps+=("$2"); shift ;;
     --workers) workers=$2; shift ;;
     --keep) keep=1 ;;
@@ -295,7 +298,7 @@ step_slow_reader() {
   local seconds=3
   [[ $quick == 1 ]] && seconds=2
   "$python" "$script_dir/slow_reader.py" --port "$port" --pid "$server_pid" \
-    --seconds "$seconds" || fail "slow_reader.py"
+    --seconds "$seconds" --max-growth-mb "$rss_limit_mb" || fail "slow_reader.py"
   stop_server
 }
 

@@ -91,6 +91,7 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   std::uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   bool started() const { return pid_ > 0 && port_ != 0; }
   std::string out() const { return read_text(out_); }
   std::string err() const { return read_text(err_); }
@@ -341,6 +342,40 @@ TEST(ServerStart, WithIgnoreBadSnapshotABadManifestStartsEmptyAndTheNextSaveRepl
   ServerProcess server(d.data.path(), d.logs.path());
   ASSERT_TRUE(server.wait_ready()) << server.err();
   expect_values(server.port(), "c");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+// `--save SECONDS CHANGES`: a save happens by itself once both are reached, and it is what a
+// restart after kill -9 finds; with nothing changed since, no further save happens.
+TEST(ServerStart, SaveRulesSaveByThemselvesAndTheSetSurvivesKill9) {
+  Dirs d;
+  const std::filesystem::path manifest = d.data.path() / "manifest";
+  {
+    ServerProcess server(d.data.path(), d.logs.path(), {"--save", "1 1"});
+    ASSERT_TRUE(server.wait_ready()) << server.err();
+    Client client(server.port());
+    ASSERT_TRUE(client.connected());
+    for (int i = 0; i < kKeys; ++i) ASSERT_EQ(client.command({"SET", key(i), value(i, "rule")}), "+OK\r\n");
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    while (!std::filesystem::exists(manifest) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_TRUE(std::filesystem::exists(manifest)) << "no save within the patience; " << server.err();
+    // The rule saw every write: the save counts them all (rdb_changes_since_last_save falls to 0).
+    std::string info;
+    for (int tries = 0; tries < 200; ++tries) {
+      info = client.command({"INFO", "persistence"});
+      if (info.find("rdb_changes_since_last_save:0\r\n") != std::string::npos) break;
+      std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_NE(info.find("rdb_changes_since_last_save:0\r\n"), std::string::npos) << info;
+    EXPECT_EQ(info.find("rdb_saves:0\r\n"), std::string::npos) << info;
+    ::kill(server.pid(), SIGKILL);
+    EXPECT_EQ(server.wait_exit(), -1);
+  }
+  ServerProcess server(d.data.path(), d.logs.path());
+  ASSERT_TRUE(server.wait_ready()) << server.err();
+  expect_values(server.port(), "rule");
   EXPECT_EQ(server.terminate(), 0) << server.err();
 }
 
