@@ -155,12 +155,19 @@ void Gateway::dispatch(reheap::SocketId socket, Client& client, std::span<const 
     return;
   }
   const auto shard_count = static_cast<std::uint32_t>(config_.shards.size());
+  if (spec->route == Route::kKey) {
+    // The common case, one key: the command goes whole to its shard and the shard's reply is the
+    // client's, with nothing copied on the way but the command's bytes.
+    slot.parts_left = 1;
+    send_to_shard(shard_of(args[1], shard_count), socket, sequence, 0, args);
+    return;
+  }
   std::vector<ShardCommand> parts = split(*spec, args, shard_count);
   if (parts.size() == 1 && spec->route != Route::kAllShards) {
-    // One shard answers the whole command: its reply is the client's, nothing to gather. (An
-    // all-shards command still is: SCAN's one part needs its cursor re-encoded.)
+    // One shard holds every key: its reply is the client's, nothing to gather. (An all-shards
+    // command still is gathered: SCAN's one part needs its cursor re-encoded.)
     slot.parts_left = 1;
-    send_part(static_cast<int>(parts[0].shard), socket, sequence, 0, std::move(parts[0].args));
+    send_to_shard(parts[0].shard, socket, sequence, 0, views_of(parts[0].args));
     return;
   }
   slot.spec = spec;
@@ -168,33 +175,56 @@ void Gateway::dispatch(reheap::SocketId socket, Client& client, std::span<const 
   slot.parts_left = static_cast<std::uint32_t>(parts.size());
   slot.part_replies.resize(parts.size());
   for (std::uint32_t i = 0; i < parts.size(); ++i) {
-    send_part(static_cast<int>(parts[i].shard), socket, sequence, i, parts[i].args);
+    send_to_shard(parts[i].shard, socket, sequence, i, views_of(parts[i].args));
   }
   slot.parts = std::move(parts);
 }
 
-void Gateway::send_part(int to, reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part,
-                        std::vector<std::string> args) {
+std::span<const std::string_view> Gateway::views_of(const std::vector<std::string>& args) {
+  part_args_.assign(args.begin(), args.end());
+  return part_args_;
+}
+
+std::uint64_t Gateway::track(reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part) {
   const std::uint64_t request = next_request_++;
   requests_.emplace(request, Pending{socket, sequence, part});
-  if (to != kToSaver) {
-    // Shard commands wait for the end of the read, to go as one batch per shard (send_batches).
-    outbox_[static_cast<std::size_t>(to)].push_back(ShardRequest{.request = request, .args = std::move(args)});
-    return;
-  }
-  const reheap::SendResult sent = send(config_.saver, ShardRequest{.request = request, .args = std::move(args)});
+  return request;
+}
+
+// Shard commands wait for the end of the read, to go as one batch per shard (send_batches).
+void Gateway::send_to_shard(std::uint32_t shard, reheap::SocketId socket, std::uint64_t sequence,
+                            std::uint32_t part, std::span<const std::string_view> args) {
+  Outbox& outbox = outbox_[shard];
+  outbox.requests.push_back(track(socket, sequence, part));
+  append_command(outbox.commands, args);
+}
+
+void Gateway::send_to_saver(reheap::SocketId socket, std::uint64_t sequence, std::span<const std::string_view> args) {
+  const std::uint64_t request = track(socket, sequence, 0);
+  const reheap::SendResult sent =
+      send(config_.saver, ShardRequest{.request = request, .args = std::vector<std::string>(args.begin(), args.end())});
   if (sent != reheap::SendResult::kOk) fail_request(request, sent);
 }
 
 void Gateway::send_batches() {
   for (std::size_t shard = 0; shard < outbox_.size(); ++shard) {
-    if (outbox_[shard].empty()) continue;
+    Outbox& outbox = outbox_[shard];
+    if (outbox.requests.empty()) continue;
     ShardBatch batch;
-    batch.requests.swap(outbox_[shard]);
+    batch.requests.swap(outbox.requests);
+    batch.commands.swap(outbox.commands);
     const reheap::SendResult sent = send(config_.shards[shard], batch);
-    if (sent != reheap::SendResult::kOk) {
-      for (const ShardRequest& r : batch.requests) fail_request(r.request, sent);
+    if (sent == reheap::SendResult::kOk) {
+      // The buffers go back to the outbox, cleared: their capacity serves the next read.
+      batch.requests.clear();
+      batch.commands.clear();
+      outbox.requests.swap(batch.requests);
+      outbox.commands.swap(batch.commands);
+      continue;
     }
+    // Each failed request is answered in place; answering may flush, parse and queue anew (into
+    // the outbox, now empty, sent by that parse's own send_batches).
+    for (const std::uint64_t request : batch.requests) fail_request(request, sent);
   }
 }
 
@@ -270,7 +300,7 @@ void Gateway::answer_server_command(Client& client, Slot& slot, std::uint64_t se
     case CommandId::kBgsave:
     case CommandId::kLastsave:
       slot.parts_left = 1;
-      send_part(kToSaver, socket, sequence, 0, std::vector<std::string>(args.begin(), args.end()));
+      send_to_saver(socket, sequence, args);
       return;
     default:
       append_error(out, "ERR command not served here");
@@ -299,14 +329,20 @@ void Gateway::append_config_get(std::string_view pattern, std::string& out) cons
 }
 
 void Gateway::on_reply(const ShardReply& reply) {
-  if (const reheap::SocketId socket = apply_reply(reply); socket != 0) flush(socket, clients_.at(socket));
+  if (const reheap::SocketId socket = apply_reply(reply.request, reply.reply); socket != 0) {
+    flush(socket, clients_.at(socket));
+  }
 }
 
 void Gateway::on_replies(const ShardReplies& replies) {
   // One flush per client, after every reply of the batch is in place: one write each.
   touched_.clear();
-  for (const ShardReply& reply : replies.replies) {
-    const reheap::SocketId socket = apply_reply(reply);
+  const std::string_view all = replies.replies;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < replies.requests.size() && i < replies.lengths.size(); ++i) {
+    const std::string_view reply = all.substr(std::min(at, all.size()), replies.lengths[i]);
+    at += replies.lengths[i];
+    const reheap::SocketId socket = apply_reply(replies.requests[i], reply);
     if (socket != 0 && (touched_.empty() || touched_.back() != socket)) touched_.push_back(socket);
   }
   std::sort(touched_.begin(), touched_.end());
@@ -317,8 +353,8 @@ void Gateway::on_replies(const ShardReplies& replies) {
   }
 }
 
-reheap::SocketId Gateway::apply_reply(const ShardReply& reply) {
-  const auto pending = requests_.find(reply.request);
+reheap::SocketId Gateway::apply_reply(std::uint64_t request, std::string_view reply) {
+  const auto pending = requests_.find(request);
   if (pending == requests_.end()) return 0;
   const Pending p = pending->second;
   requests_.erase(pending);
@@ -332,14 +368,14 @@ reheap::SocketId Gateway::apply_reply(const ShardReply& reply) {
     if (slot.wrap_info) {
       // The saver's INFO text, with this worker's clients added (the saver sees no sockets).
       std::string text = "# Clients\r\nconnected_clients:" + std::to_string(clients_.size()) + "\r\n\r\n";
-      text += reply.reply;
+      text += reply;
       append_bulk(slot.reply, info_sections(text, slot.args));
       slot.args.clear();
     } else {
-      slot.reply = reply.reply;
+      slot.reply = reply;
     }
   } else {
-    slot.part_replies[p.part] = reply.reply;
+    slot.part_replies[p.part] = reply;
   }
   if (--slot.parts_left == 0 && !slot.parts.empty()) {
     std::vector<std::string_view> args(slot.args.begin(), slot.args.end());

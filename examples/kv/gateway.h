@@ -104,20 +104,23 @@ class Gateway : public reheap::Reactor {
     std::uint32_t part;
   };
 
-  static constexpr int kToSaver = -1;
-
   void on_reply(const ShardReply& reply);
   void on_replies(const ShardReplies& replies);
   // Puts a reply in its slot; returns the client's socket if it is still there, else 0.
-  reheap::SocketId apply_reply(const ShardReply& reply);
+  reheap::SocketId apply_reply(std::uint64_t request, std::string_view reply);
   void parse_input(reheap::SocketId socket, Client& client, std::string_view in, bool from_buffer);
   void dispatch(reheap::SocketId socket, Client& client, std::span<const std::string_view> args);
   void answer_server_command(Client& client, Slot& slot, std::uint64_t sequence,
                              reheap::SocketId socket, std::span<const std::string_view> args);
-  // Sends one part of a command to shard `to` (batched until send_batches) or kToSaver.
-  void send_part(int to, reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part,
-                 std::vector<std::string> args);
+  // A request number for part `part` of the command in slot `sequence` of `socket`'s client.
+  std::uint64_t track(reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part);
+  // Queues one part of a command for its shard's batch (sent by send_batches).
+  void send_to_shard(std::uint32_t shard, reheap::SocketId socket, std::uint64_t sequence, std::uint32_t part,
+                     std::span<const std::string_view> args);
+  void send_to_saver(reheap::SocketId socket, std::uint64_t sequence, std::span<const std::string_view> args);
   void send_batches();
+  // `args` as views, in part_args_ (valid until the next call).
+  std::span<const std::string_view> views_of(const std::vector<std::string>& args);
   void fail_request(std::uint64_t request, reheap::SendResult why);
   void flush(reheap::SocketId socket, Client& client);
   void update_reading(reheap::SocketId socket, Client& client);
@@ -131,7 +134,12 @@ class Gateway : public reheap::Reactor {
   std::string out_;                     // the replies of one flush, reused
   std::unordered_map<reheap::SocketId, Client> clients_;
   std::unordered_map<std::uint64_t, Pending> requests_;
-  std::vector<std::vector<ShardRequest>> outbox_;  // by shard: the commands of the current read
+  struct Outbox {  // one shard's part of the current read
+    std::vector<std::uint64_t> requests;
+    std::string commands;  // RESP2 arrays, as ShardBatch carries them
+  };
+  std::vector<Outbox> outbox_;  // by shard
+  std::vector<std::string_view> part_args_;
   std::vector<reheap::SocketId> touched_;          // clients a batch of replies completed
   std::uint64_t next_request_ = 1;
   std::uint64_t accept_errors_ = 0;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,18 +35,37 @@ struct ShardReply {
 
 // The commands of one read of a gateway for one shard, and their replies, in one message each
 // way: with pipelining (redis-benchmark -P 16) a message per command would cost more than the
-// commands. The shard answers a batch with one ShardReplies, in the batch's order.
+// commands. The commands travel as RESP2 arrays back to back, as a client sends them, and the
+// replies as RESP2 replies back to back with their lengths: two strings for the whole batch, not
+// a msgpack string per argument. The shard answers a batch with one ShardReplies, in its order.
 struct ShardBatch {
   static constexpr std::string_view reheap_message_name = "kv::ShardBatch";
-  std::vector<ShardRequest> requests;
-  MSGPACK_DEFINE(requests)
+  std::vector<std::uint64_t> requests;  // one per command
+  std::string commands;                 // requests.size() RESP2 arrays
+  MSGPACK_DEFINE(requests, commands)
 };
 
 struct ShardReplies {
   static constexpr std::string_view reheap_message_name = "kv::ShardReplies";
-  std::vector<ShardReply> replies;
-  MSGPACK_DEFINE(replies)
+  std::vector<std::uint64_t> requests;  // the batch's, in its order
+  std::vector<std::uint32_t> lengths;   // of each reply in `replies`
+  std::string replies;
+  MSGPACK_DEFINE(requests, lengths, replies)
 };
+
+// Appends `args` as one RESP2 array of bulk strings (what ShardBatch::commands holds).
+inline void append_command(std::string& out, std::span<const std::string_view> args) {
+  out += '*';
+  out += std::to_string(args.size());
+  out += "\r\n";
+  for (const std::string_view a : args) {
+    out += '$';
+    out += std::to_string(a.size());
+    out += "\r\n";
+    out += a;
+    out += "\r\n";
+  }
+}
 
 // The saver asks each shard for its counters (INFO, and the `--save SECONDS CHANGES` rules).
 struct StatsRequest {

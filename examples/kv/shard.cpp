@@ -5,6 +5,7 @@
 
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
+#include "reply.h"
 
 namespace kv {
 
@@ -33,9 +34,11 @@ void Shard::execute(const std::vector<std::string>& args) {
   if (args_.empty()) {
     reply_ = "-ERR empty command\r\n";
   } else {
-    keyspace_.execute(args_, now_ms(), reply_);
+    execute_args(reply_);
   }
 }
+
+void Shard::execute_args(std::string& out) { keyspace_.execute(args_, now_ms(), out); }
 
 void Shard::on_request(const ShardRequest& request) {
   execute(request.args);
@@ -44,10 +47,21 @@ void Shard::on_request(const ShardRequest& request) {
 
 void Shard::on_batch(const ShardBatch& batch) {
   ShardReplies replies;
-  replies.replies.reserve(batch.requests.size());
-  for (const ShardRequest& request : batch.requests) {
-    execute(request.args);
-    replies.replies.push_back(ShardReply{.request = request.request, .reply = reply_});
+  replies.requests = batch.requests;
+  replies.lengths.reserve(batch.requests.size());
+  std::string_view in = batch.commands;
+  for (std::size_t i = 0; i < batch.requests.size(); ++i) {
+    const std::size_t before = replies.replies.size();
+    const ParseResult r = parser_.parse(in, args_);
+    if (r.status == ParseStatus::kCommand) {
+      in.remove_prefix(r.consumed);
+      execute_args(replies.replies);
+    } else {
+      // A gateway encodes whole commands: this is a bug, said to each client it concerns.
+      in = {};
+      append_error(replies.replies, "ERR internal error: a malformed batch reached the shard");
+    }
+    replies.lengths.push_back(static_cast<std::uint32_t>(replies.replies.size() - before));
   }
   send(sender(), replies);
 }

@@ -18,6 +18,7 @@
 
 #include "keyspace.h"
 #include "protocol.h"
+#include "resp_parser.h"
 #include "reheap/runtime.h"
 
 namespace kv {
@@ -41,6 +42,8 @@ class Shard : public reheap::Reactor {
   void on_batch(const ShardBatch& batch);
   // Executes one command into reply_.
   void execute(const std::vector<std::string>& args);
+  // Executes args_ (not empty) and appends its reply to `out`.
+  void execute_args(std::string& out);
   void on_stats(const StatsRequest& request);
   std::int64_t now_ms();
 
@@ -48,6 +51,7 @@ class Shard : public reheap::Reactor {
   Keyspace keyspace_;
   std::string reply_;  // reused for every reply: its capacity stays in the heap
   std::vector<std::string_view> args_;
+  RequestParser parser_;  // reads a ShardBatch's commands
   reheap::TimerId expiry_timer_ = 0;
 };
 
