@@ -61,8 +61,11 @@ class Gateway : public reheap::Reactor {
  public:
   static constexpr std::size_t kMaxInFlight = 4096;
   static constexpr std::size_t kMinInFlight = 16;
-  static constexpr std::size_t kInitialReplyEstimate = 16 << 10;
   static constexpr std::size_t kOutputHighWater = 4 << 20;
+  // A new client starts at the smallest window (kOutputHighWater / this = kMinInFlight) and
+  // earns a larger one as its replies turn out small (the estimate moves 1/8 per reply): a client
+  // that pipelines GETs of large values never has more than a few MB of replies in flight.
+  static constexpr std::size_t kInitialReplyEstimate = kOutputHighWater / kMinInFlight;
 
   explicit Gateway(GatewayConfig config);
 
