@@ -68,6 +68,15 @@ inline bool parse_pop_count(std::span<const std::string_view> args, std::size_t 
   return true;
 }
 
+// The START STOP index pair of LRANGE/LTRIM/ZRANGE at args[index] and args[index + 1]. A bad one
+// gets its error appended to `out` and false.
+inline bool parse_index_pair(std::span<const std::string_view> args, std::size_t index, std::string& out,
+                             std::int64_t& start, std::int64_t& stop) {
+  if (parse_int64(args[index], start) && parse_int64(args[index + 1], stop)) return true;
+  append_error(out, kNotIntegerError);
+  return false;
+}
+
 // Resolves Redis's inclusive [start, stop] index pair, negative counting from the end, against a
 // sequence of `size` elements. False if the range is empty.
 inline bool resolve_range(std::int64_t start, std::int64_t stop, std::size_t size,

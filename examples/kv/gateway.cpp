@@ -59,7 +59,7 @@ Gateway::Gateway(GatewayConfig config) : config_(std::move(config)), outbox_(con
 
 void Gateway::on_start() {
   try {
-    listener_ = listen(config_.host, config_.port, /*reuse_port=*/true);
+    listen(config_.host, config_.port, /*reuse_port=*/true);
   } catch (const std::system_error& e) {
     if (config_.on_listening != nullptr) config_.on_listening(false, e.what());
     stop();

@@ -131,7 +131,6 @@ class Gateway : public reheap::Reactor {
   void append_config_get(std::string_view pattern, std::string& out) const;
 
   GatewayConfig config_;
-  reheap::SocketId listener_ = 0;
   RequestParser parser_;
   std::vector<std::string_view> args_;  // the command being dispatched, reused
   std::string out_;                     // the replies of one flush, reused

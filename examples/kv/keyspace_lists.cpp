@@ -10,6 +10,7 @@
 namespace kv {
 
 using detail::parse_int64;
+using detail::parse_index_pair;
 using detail::parse_pop_count;
 
 void Keyspace::push(const Call& call, bool left, bool only_existing) {
@@ -80,10 +81,7 @@ void Keyspace::llen(const Call& call) {
 void Keyspace::lrange(const Call& call) {
   std::int64_t start = 0;
   std::int64_t stop = 0;
-  if (!parse_int64(call.args[2], start) || !parse_int64(call.args[3], stop)) {
-    append_error(call.out, kNotIntegerError);
-    return;
-  }
+  if (!parse_index_pair(call.args, 2, call.out, start, stop)) return;
   bool wrong = false;
   auto it = find_typed(call.args[1], ValueType::kList, call, wrong);
   if (wrong) return;
@@ -202,10 +200,7 @@ void Keyspace::lrem(const Call& call) {
 void Keyspace::ltrim(const Call& call) {
   std::int64_t start = 0;
   std::int64_t stop = 0;
-  if (!parse_int64(call.args[2], start) || !parse_int64(call.args[3], stop)) {
-    append_error(call.out, kNotIntegerError);
-    return;
-  }
+  if (!parse_index_pair(call.args, 2, call.out, start, stop)) return;
   bool wrong = false;
   auto it = find_typed(call.args[1], ValueType::kList, call, wrong);
   if (wrong) return;

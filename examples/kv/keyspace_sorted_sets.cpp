@@ -16,6 +16,7 @@ namespace kv {
 using detail::equals_ignoring_case;
 using detail::parse_double;
 using detail::parse_int64;
+using detail::parse_index_pair;
 using detail::parse_pop_count;
 
 namespace {
@@ -214,10 +215,7 @@ void Keyspace::zrange(const Call& call) {
   }
   std::int64_t start = 0;
   std::int64_t stop = 0;
-  if (!parse_int64(call.args[2], start) || !parse_int64(call.args[3], stop)) {
-    append_error(call.out, kNotIntegerError);
-    return;
-  }
+  if (!parse_index_pair(call.args, 2, call.out, start, stop)) return;
   bool wrong = false;
   auto it = find_typed(call.args[1], ValueType::kSortedSet, call, wrong);
   if (wrong) return;

@@ -16,6 +16,8 @@
 
 #include <msgpack.hpp>
 
+#include "reply.h"
+
 namespace kv {
 
 // A command for one shard (routing.h's split), or for the saver.
@@ -55,16 +57,8 @@ struct ShardReplies {
 
 // Appends `args` as one RESP2 array of bulk strings (what ShardBatch::commands holds).
 inline void append_command(std::string& out, std::span<const std::string_view> args) {
-  out += '*';
-  out += std::to_string(args.size());
-  out += "\r\n";
-  for (const std::string_view a : args) {
-    out += '$';
-    out += std::to_string(a.size());
-    out += "\r\n";
-    out += a;
-    out += "\r\n";
-  }
+  append_array_header(out, args.size());
+  for (const std::string_view a : args) append_bulk(out, a);
 }
 
 // The saver asks each shard for its counters (INFO, and the `--save SECONDS CHANGES` rules).

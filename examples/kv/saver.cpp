@@ -271,12 +271,6 @@ void Saver::on_request(const ShardRequest& request) {
   answer(request.request, reply);
 }
 
-std::uint64_t Saver::total_changes() const {
-  std::uint64_t total = 0;
-  for (const ShardStats& s : stats_) total += s.changes;
-  return total;
-}
-
 std::uint64_t Saver::set_bytes() const {
   std::uint64_t total = 0;
   for (const auto& chain : manifest_.chains) {

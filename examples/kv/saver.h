@@ -91,7 +91,6 @@ class Saver : public reheap::Reactor {
   void answer(std::uint64_t request, const std::string& reply);
   std::string info_text(std::int64_t now) const;
   std::int64_t now_ms();
-  std::uint64_t total_changes() const;
   std::uint64_t set_bytes() const;  // bytes of every file the current manifest names
 
   SaverConfig config_;

@@ -38,14 +38,14 @@ def on_term(signum, frame):
 
 
 def descendants(pid):
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
+    pids, pending = [], [pid]
+    while pending:
+        p = pending.pop()
         pids.append(p)
         try:
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
+                    pending.extend(int(c) for c in f.read().split())
         except OSError:
             pass
     return pids
