@@ -10,6 +10,7 @@ packages=(
   libxxhash-dev clang libclang-rt-14-dev valgrind
   libcaf-dev wrk nginx-light util-linux
   redis-server redis-tools python3-redis netcat-openbsd
+  criu libprotobuf-c-dev
 )
 
 missing=()

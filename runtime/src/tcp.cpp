@@ -479,4 +479,24 @@ void record_sockets(Cell* c) {
 
 bool has_sockets(const Cell* c) noexcept { return !c->sockets.empty(); }
 
+std::size_t abort_connections(Cell* c, std::error_code error) {
+  std::size_t closed = 0;
+  for (auto it = c->sockets.begin(); it != c->sockets.end();) {
+    TcpSocket* s = it->second;
+    ++it;  // fail() erases s from the map
+    if (s->listener) continue;
+    ++closed;
+    if (!s->closing) {
+      fail(s, error);
+      continue;
+    }
+    // Flushing after tcp_close: its descriptor is still open, and a dump must not hold it. Its
+    // on_closed is owed already; it reports the abort.
+    s->close_error = error;
+    uv_handle_t* h = handle_of(s);
+    if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
+  }
+  return closed;
+}
+
 }  // namespace reheap::detail

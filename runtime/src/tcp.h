@@ -16,9 +16,11 @@
 // stays.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <system_error>
 
 #include "cell.h"
 
@@ -39,5 +41,8 @@ void close_sockets(Worker& w, Cell* c);    // teardown: close all, no hooks
 void close_listeners(Worker& w, Cell* c);  // shutdown: stop accepting
 void record_sockets(Cell* c);              // snapshot: the open ids, into the reactor's heap
 bool has_sockets(const Cell* c) noexcept;
+// A process checkpoint's close policy: closes every connection of the cell (listeners stay), each
+// heard as on_closed(`error`) once the loop runs again. Returns how many it closed.
+std::size_t abort_connections(Cell* c, std::error_code error);
 
 }  // namespace reheap::detail

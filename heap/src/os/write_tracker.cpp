@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <mutex>
 #include <new>
 
@@ -66,7 +67,10 @@ constexpr std::uint64_t kWriteProtectIoctl = std::uint64_t{1} << _UFFDIO_WRITEPR
 constexpr std::uint64_t kFeatures = UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED;
 
 // The process-wide kernel handles. Written once inside std::call_once, read-only afterwards
-// (call_once orders the writes before every later reader).
+// (call_once orders the writes before every later reader), except that suspend_all and
+// resume_all close and reopen the descriptors: they run only while no tracker is in use, under
+// g_registry_mutex, and their callers order them against the trackers' users (the runtime's
+// checkpoint barrier).
 struct KernelHandles {
   int uffd = -1;
   int pagemap = -1;
@@ -77,6 +81,12 @@ struct KernelHandles {
 };
 constinit KernelHandles g_kernel;
 constinit std::once_flag g_probe_once;
+
+// The trackers tracking at least one range (a doubly linked list through the trackers), for
+// suspend_all and resume_all.
+constinit std::mutex g_registry_mutex;
+constinit WriteTracker* g_registry = nullptr;
+constinit std::atomic<bool> g_suspended{false};
 
 // strerror is not thread-safe; the GNU strerror_r returns a pointer to a static message or into
 // `buf`.
@@ -162,13 +172,9 @@ long scan_written(std::uintptr_t start, std::uintptr_t end, page_region* out, st
   return r;
 }
 
-// Opens the shared descriptors and proves the mechanism on a scratch mapping: a write to a
-// protected page must be reported, and only that page. Any failure leaves g_kernel.ok false
-// with the reason in g_kernel.why and no descriptor open.
-void probe() noexcept {
-  g_kernel.page_size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  g_kernel.pid = ::getpid();
-
+// Opens the userfaultfd (with the API handshake) and /proc/self/pagemap into g_kernel. On failure
+// sets g_kernel.why, leaves nothing open and returns false.
+bool open_descriptors() noexcept {
   // Unprivileged processes may only trap faults raised in user mode (vm.unprivileged_userfaultfd
   // = 0). Async write protection never traps (the kernel resolves the fault itself, in kernel mode
   // too), so the restriction costs nothing; the full descriptor is still preferred when allowed.
@@ -179,7 +185,7 @@ void probe() noexcept {
   }
   if (uffd < 0) {
     set_why("userfaultfd", errno);
-    return;
+    return false;
   }
   uffdio_api api{};
   api.api = UFFD_API;
@@ -194,16 +200,26 @@ void probe() noexcept {
     } else {
       set_why("userfaultfd: UFFDIO_API", api_err);
     }
-    return;
+    return false;
   }
   const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
   if (pagemap < 0) {
     set_why("/proc/self/pagemap", errno);
     ::close(uffd);
-    return;
+    return false;
   }
   g_kernel.uffd = uffd;
   g_kernel.pagemap = pagemap;
+  g_kernel.pid = ::getpid();
+  return true;
+}
+
+// Opens the shared descriptors and proves the mechanism on a scratch mapping: a write to a
+// protected page must be reported, and only that page. Any failure leaves g_kernel.ok false
+// with the reason in g_kernel.why and no descriptor open.
+void probe() noexcept {
+  g_kernel.page_size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  if (!open_descriptors()) return;
 
   const std::uintptr_t page = g_kernel.page_size;
   void* scratch = ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
@@ -243,8 +259,8 @@ void probe() noexcept {
     ::munmap(scratch, 2 * page);
   }
   if (!proven) {
-    ::close(pagemap);
-    ::close(uffd);
+    ::close(g_kernel.pagemap);
+    ::close(g_kernel.uffd);
     g_kernel.uffd = g_kernel.pagemap = -1;
     return;
   }
@@ -258,6 +274,10 @@ void probe() noexcept {
 bool in_opening_process() noexcept { return ::getpid() == g_kernel.pid; }
 
 bool ready(std::string* error) {
+  if (g_suspended.load(std::memory_order_acquire)) {
+    set_error(error, "write tracking is suspended for a process checkpoint", 0);
+    return false;
+  }
   std::call_once(g_probe_once, probe);
   if (!g_kernel.ok) {
     if (error != nullptr) {
@@ -284,8 +304,10 @@ bool WriteTracker::available(std::string* why) {
 const char* WriteTracker::mechanism() noexcept { return "userfaultfd-wp-async+PAGEMAP_SCAN"; }
 
 WriteTracker::~WriteTracker() {
-  // A tracker that tracks anything has seen the probe succeed, so g_kernel is settled.
-  if (count_ > 0 && in_opening_process()) {
+  delist();
+  // A tracker that tracks anything has seen the probe succeed, so g_kernel is settled. While
+  // tracking is suspended nothing of it is registered.
+  if (count_ > 0 && in_opening_process() && !g_suspended.load(std::memory_order_acquire)) {
     for (std::size_t i = 0; i < count_; ++i) unregister(ranges_[i].begin, ranges_[i].end);
   }
   std::free(ranges_);
@@ -357,13 +379,15 @@ bool WriteTracker::track(PageRange r, std::string* error) {
                (count_ - at) * sizeof(PageRange));
   ranges_[at] = r;
   ++count_;
+  if (!enlisted_) enlist();
   return true;
 }
 
 void WriteTracker::untrack(PageRange r) noexcept {
   const std::size_t at = find(r);
   if (at == count_) return;
-  if (in_opening_process()) unregister(r.begin, r.end);  // a forked child only forgets the range
+  // A forked child only forgets the range; so does a suspended tracker (nothing is registered).
+  if (in_opening_process() && !g_suspended.load(std::memory_order_acquire)) unregister(r.begin, r.end);
   std::memmove(static_cast<void*>(ranges_ + at), static_cast<const void*>(ranges_ + at + 1),
                (count_ - at - 1) * sizeof(PageRange));
   --count_;
@@ -375,6 +399,11 @@ bool WriteTracker::collect(PageRange r, std::vector<PageRange>& written, std::st
     return false;
   }
   if (!ready(error)) return false;
+  // After a suspension the range is registered but unprotected (resume_all leaves the walk that
+  // protects it to this scan, off the checkpoint's pause): the scan below protects it, and the
+  // failure reported after it makes the caller take every page once.
+  const bool lost = lost_;
+  lost_ = false;
   const std::size_t first_appended = written.size();
   page_region regions[kRegionsPerScan];
   std::uintptr_t start = r.begin;
@@ -419,7 +448,95 @@ bool WriteTracker::collect(PageRange r, std::vector<PageRange>& written, std::st
     }
     start = resume;
   }
+  if (lost) {
+    set_error(error, "write tracking was suspended for a process checkpoint (writes made meanwhile are unknown)", 0);
+    return false;
+  }
   return true;
+}
+
+// ---- process checkpoints --------------------------------------------------------------------
+
+void WriteTracker::enlist() noexcept {
+  const std::lock_guard lock(g_registry_mutex);
+  next_ = g_registry;
+  if (g_registry != nullptr) g_registry->prev_ = this;
+  g_registry = this;
+  enlisted_ = true;
+}
+
+void WriteTracker::delist() noexcept {
+  if (!enlisted_) return;
+  const std::lock_guard lock(g_registry_mutex);
+  if (prev_ != nullptr) {
+    prev_->next_ = next_;
+  } else {
+    g_registry = next_;
+  }
+  if (next_ != nullptr) next_->prev_ = prev_;
+  prev_ = next_ = nullptr;
+  enlisted_ = false;
+}
+
+bool WriteTracker::suspended() noexcept { return g_suspended.load(std::memory_order_acquire); }
+
+WriteTracker::Census WriteTracker::suspend_all() {
+  // Settled first, so that nothing opens the descriptors again while suspended.
+  std::call_once(g_probe_once, probe);
+  const std::lock_guard lock(g_registry_mutex);
+  Census census;
+  if (g_suspended.load(std::memory_order_relaxed)) return census;
+  const bool owner = in_opening_process();
+  for (WriteTracker* t = g_registry; t != nullptr; t = t->next_) {
+    if (owner) {
+      for (std::size_t i = 0; i < t->count_; ++i) unregister(t->ranges_[i].begin, t->ranges_[i].end);
+    }
+    t->lost_ = true;
+    ++census.trackers;
+    census.ranges += t->count_;
+  }
+  // A forked child's descriptors are the parent's: closing the child's copies is still right,
+  // since a checkpoint of the child must not hold them either.
+  if (g_kernel.uffd >= 0) ::close(g_kernel.uffd);
+  if (g_kernel.pagemap >= 0) ::close(g_kernel.pagemap);
+  g_kernel.uffd = g_kernel.pagemap = -1;
+  g_suspended.store(true, std::memory_order_release);
+  return census;
+}
+
+WriteTracker::Census WriteTracker::resume_all(std::string* error) {
+  const std::lock_guard lock(g_registry_mutex);
+  Census census;
+  if (!g_suspended.load(std::memory_order_relaxed)) return census;
+  g_suspended.store(false, std::memory_order_release);
+  // Without descriptors every tracker's track() and collect() fail with g_kernel.why, so their
+  // users save full snapshots; the ranges are kept, to be forgotten by untrack() as usual.
+  if (g_kernel.ok && !open_descriptors()) {
+    g_kernel.ok = false;
+    set_error(error, g_kernel.why, 0);
+    return census;
+  }
+  if (!g_kernel.ok) return census;
+  for (WriteTracker* t = g_registry; t != nullptr; t = t->next_) {
+    ++census.trackers;
+    for (std::size_t i = 0; i < t->count_;) {
+      const PageRange r = t->ranges_[i];
+      // Registered, not protected: every page reads as written until the tracker's next
+      // collect() protects it, which the lost flag turns into one full snapshot anyway.
+      std::uint64_t ioctls = 0;
+      const int err = register_wp(r.begin, r.end, &ioctls);
+      if (err == 0) {
+        ++census.ranges;
+        ++i;
+        continue;
+      }
+      if (error != nullptr && error->empty()) set_error(error, "resume: UFFDIO_REGISTER", err);
+      std::memmove(static_cast<void*>(t->ranges_ + i), static_cast<const void*>(t->ranges_ + i + 1),
+                   (t->count_ - i - 1) * sizeof(PageRange));
+      --t->count_;
+    }
+  }
+  return census;
 }
 
 }  // namespace reheap::detail::os

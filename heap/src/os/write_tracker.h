@@ -61,6 +61,14 @@
 // would lose their writes. The child's copies of tracked ranges are not tracked (the kernel drops
 // the registration on fork).
 //
+// Process checkpoints. A whole-process checkpointer (CRIU) cannot dump a userfaultfd, so
+// suspend_all() (behind reheap/write_tracking.h) unregisters every range of every tracker and
+// closes both descriptors; each tracker is then "lost": its next collect() protects its range
+// again and fails once, saying why, so that its user takes a full snapshot. resume_all() opens
+// fresh descriptors and registers every range again, unprotected (every page reads as written),
+// leaving the protecting walk to that collect(): the checkpoint's pause pays the unregistering
+// only. Both need every tracker idle (no call in progress on any thread).
+//
 // Memory. The tracker may run while a reheap heap is current, where plain `new` would allocate
 // in that heap. Its own list of tracked ranges therefore lives in malloc'ed storage (a sorted
 // array grown by doubling) and the scan buffer on the stack (kRegionsPerScan regions, 12 KiB).
@@ -117,6 +125,21 @@ class WriteTracker {
 
   bool tracking(PageRange r) const noexcept;
 
+  // True between a suspend_all() and the first collect() after it: what was written meanwhile is
+  // unknown, so the next save must take every page.
+  bool lost() const noexcept { return lost_; }
+
+  // See "Process checkpoints" above. suspend_all() returns the trackers and ranges it
+  // unregistered, resume_all() those it registered again; a range it could not register again is
+  // forgotten (its tracker stays lost) and `error` says why. Neither may run twice in a row.
+  struct Census {
+    std::size_t trackers = 0;
+    std::size_t ranges = 0;
+  };
+  static Census suspend_all();
+  static Census resume_all(std::string* error);
+  static bool suspended() noexcept;
+
   // Regions asked of one PAGEMAP_SCAN call. Output buffers of more than 512 regions were seen to
   // return a stale walk_end on Linux 6.18 (reproduced with 1024 and 4096), so the scan loops
   // over walk_end in steps of at most this many.
@@ -128,10 +151,16 @@ class WriteTracker {
   // Index of exactly `r`, or count_.
   std::size_t find(PageRange r) const noexcept;
   bool reserve_one_more() noexcept;
+  void enlist() noexcept;  // into the registry suspend_all walks, with the first range
+  void delist() noexcept;
 
   PageRange* ranges_ = nullptr;  // malloc'ed; sorted by begin; disjoint
   std::size_t count_ = 0;
   std::size_t capacity_ = 0;
+  bool lost_ = false;
+  bool enlisted_ = false;
+  WriteTracker* prev_ = nullptr;  // the registry: trackers tracking at least one range
+  WriteTracker* next_ = nullptr;
 };
 
 }  // namespace reheap::detail::os

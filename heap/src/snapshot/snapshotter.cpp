@@ -70,6 +70,7 @@ struct Snapshotter::State final : detail::ChunkObserver {
   std::vector<Segment> pending;
   std::vector<std::uintptr_t> pending_fresh;  // runs first tracked by a failed save
   std::string broken;  // why tracking lost track (the next save must be full), or ""
+  bool collect_failed = false;  // set by gather: some written pages of a tracked run are unknown
 
   ~State() {
     if (heap_alive) detail::zone().set_observer(heap->id, nullptr);
@@ -190,7 +191,10 @@ std::vector<Segment> Snapshotter::State::gather(const std::vector<ChunkRun>& run
           pending.push_back({w, true, run.use, run.base});
           if (increment) segments.push_back(pending.back());
         }
-        if (!ok && broken.empty()) broken = "write tracking failed: " + error;
+        if (!ok) {
+          collect_failed = true;
+          if (broken.empty()) broken = "write tracking failed: " + error;
+        }
       }
     }
     if (is_fresh) fresh.push_back(run.base);
@@ -232,7 +236,13 @@ SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std
   require_alive();
   const std::vector<ChunkRun> runs = chunk_runs(heap);
   std::vector<std::uintptr_t> fresh;
+  collect_failed = false;
   std::vector<Segment> segments = gather(runs, increment, fresh);
+  if (increment && collect_failed) {
+    // The increment would miss pages written in the run that failed. Nothing is written; what
+    // was collected stays pending, and `broken` makes the next save full.
+    throw SnapshotError(SnapshotErrc::kIo, "increment not written: " + broken + "; the next save will be full");
+  }
 
   SnapshotHeader header;
   header.format_version = kFormatVersion;
@@ -333,10 +343,11 @@ namespace {
 
 // Why an incremental request cannot be met, or "".
 std::string increment_obstacle(const Snapshotter& s, bool tracking_available, bool has_parent,
-                               const std::string& broken) {
+                               const std::string& broken, bool tracking_lost) {
   if (!tracking_available) return "no write tracking (" + s.tracking() + ")";
   if (!has_parent) return "no parent snapshot yet (the first snapshot of a Snapshotter is full)";
   if (!broken.empty()) return broken;
+  if (tracking_lost) return "write tracking was suspended for a process checkpoint (writes made meanwhile are unknown)";
   return std::string();
 }
 
@@ -352,7 +363,8 @@ SnapshotInfo Snapshotter::write(ByteSink& sink) {
 SnapshotInfo Snapshotter::write_increment(ByteSink& sink, const std::string& parent_file) {
   HeapScope system(nullptr);
   const std::string obstacle =
-      increment_obstacle(*this, state_->tracking_available, state_->has_parent, state_->broken);
+      increment_obstacle(*this, state_->tracking_available, state_->has_parent, state_->broken,
+                         state_->tracker.lost());
   SnapshotInfo info = state_->write(sink, obstacle.empty(), parent_file, obstacle);
   state_->saved(info, std::filesystem::path());
   return info;
@@ -374,7 +386,8 @@ SnapshotInfo Snapshotter::save_increment(const std::filesystem::path& file) {
   state_->require_alive();
   const std::filesystem::path target = std::filesystem::absolute(file);
   std::string obstacle =
-      increment_obstacle(*this, state_->tracking_available, state_->has_parent, state_->broken);
+      increment_obstacle(*this, state_->tracking_available, state_->has_parent, state_->broken,
+                         state_->tracker.lost());
   if (obstacle.empty() && state_->parent_path.empty()) {
     obstacle = "the parent snapshot was written to a sink, not a file";
   }

@@ -48,6 +48,7 @@
 #include "reheap/recording.h"
 #include "reheap/snapshot.h"
 #include "reheap/snapshot_request.h"
+#include "reheap/process_checkpoint.h"
 #include "reheap/spawn_options.h"
 #include "reheap/supervision.h"
 #include "reheap/time_source.h"
@@ -181,6 +182,13 @@ class Runtime {
   // Moves the reactor to another worker between two of its events; its mailbox, timers and
   // reference come along. Blocking. Throws std::runtime_error if it has open sockets.
   void move(ActorRef ref, int worker);
+
+  // Checkpoints the whole process with an engine (CRIU by default), coordinated with the
+  // reactors: see process_checkpoint.h. Blocking; call it from outside the workers (else
+  // std::logic_error). Returns kDumped here and kRestored in a process restored from the dump.
+  // Throws CheckpointError if the engine cannot run (its one-sentence reason), the TCP policy
+  // cannot be met, the barrier times out, or the dump fails; the runtime then goes on.
+  CheckpointResult checkpoint_process(const std::filesystem::path& directory, const CheckpointOptions& options = {});
 
   // The reactor's statistics, read on its worker between two events. Blocking. Throws
   // std::runtime_error if no such reactor lives.
