@@ -24,7 +24,9 @@
 #include "reheap/write_tracking.h"
 #include "runtime_support.h"
 
-namespace reheap {
+// A namespace of its own: the handler table keys messages by type name, and other files of this
+// binary have a Tick or a Collector of their own.
+namespace reheap::checkpoint_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -477,4 +479,4 @@ TEST(Criu, DumpsAndRestoresARunningRuntime) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::checkpoint_test
