@@ -146,6 +146,18 @@ TEST_F(MisuseDeathTest, DeletingAnAddressInsideAHugeBlockAborts) {
       "never handed out");
 }
 
+// free_slow recognises the current heap's page runs first; an address of the heap's own chunk
+// that is not a page run (here its state, in the header lane) must still be refused.
+TEST_F(MisuseDeathTest, DeletingTheCurrentHeapsOwnStateAborts) {
+  HeapPtr heap = Heap::create();
+  EXPECT_DEATH(
+      {
+        HeapScope scope(*heap);
+        ::operator delete(launder(heap.get()));
+      },
+      "never handed out");
+}
+
 TEST_F(MisuseDeathTest, DeallocatingAnAddressInsideABlockAborts) {
   HeapPtr heap = Heap::create();
   void* p = heap->allocate(64);
