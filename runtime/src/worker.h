@@ -160,6 +160,10 @@ class Worker {
   void turn();
   void run_cell(Cell* c);
   void run_messages(Cell* c);
+  // The fast path of run_messages (cell_turn.cpp): up to `budget` plain messages in one
+  // MessageRun. Returns how many it consumed; `*other` gets the envelope it stopped at (for the
+  // slow path), `*empty` whether it stopped at an empty mailbox.
+  std::uint32_t run_plain_messages(Cell* c, std::uint32_t budget, Envelope** other, bool* empty);
   void run_start_hooks(Cell* c);
   void teardown(Cell* c);
   void run_commands();
