@@ -80,7 +80,9 @@ void Worker::run_messages(Cell* c) {
   std::uint32_t n = 0;
   while (n < rt.config.batch && c->state == CellState::kLive) {
     Envelope* e = nullptr;
-    if (!drop_oldest && c->recorder == nullptr && c->started && c->reactor != nullptr &&
+    // Unbounded and unrecorded: the fast path. (A bounded mailbox's envelopes are counted, a
+    // recorded reactor's events logged one by one: both stay on the path below.)
+    if (capacity == 0 && c->recorder == nullptr && c->started && c->reactor != nullptr &&
         !c->supervision.failed) [[likely]] {
       bool empty = false;
       n += run_plain_messages(c, rt.config.batch - n, &e, &empty);
