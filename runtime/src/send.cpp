@@ -39,8 +39,12 @@ SendResult deliver(RuntimeImpl& rt, Cell* from, std::uint64_t sender, ActorRef t
   rt.count_sent(here);
   if (here == nullptr) {
     post(target, e, e, 1);
-  } else if (from != nullptr && e->counted == 0 && here->in_event()) {
-    here->outbox().add(target, e);  // a hook's send to an unbounded mailbox
+  } else if (from != nullptr && e->counted == 0 && e->encoding != Encoding::kSystem &&
+             here->in_event()) {
+    // A hook's message to an unbounded mailbox. A system message (a snapshot request) is not
+    // held: request_snapshot promises that the request is in the target's mailbox when it
+    // returns, ahead of whatever stops the target later.
+    here->outbox().add(target, e);
   } else {
     here->outbox().flush();  // this thread's earlier sends go first
     post(target, e, e, 1);
