@@ -77,9 +77,28 @@ void Worker::run_messages(Cell* c) {
   const std::uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
   const bool drop_oldest =
       capacity != 0 && c->options.mailbox.overflow == OverflowPolicy::kDropOldest;
-  for (std::uint32_t n = 0; n < rt.config.batch && c->state == CellState::kLive; ++n) {
-    Envelope* e = c->mailbox.pop();
-    if (e == nullptr) break;
+  std::uint32_t n = 0;
+  while (n < rt.config.batch && c->state == CellState::kLive) {
+    Envelope* e = nullptr;
+    // Unbounded and unrecorded: the fast path. (A bounded mailbox's envelopes are counted, a
+    // recorded reactor's events logged one by one: both stay on the path below.)
+    if (capacity == 0 && c->recorder == nullptr && c->started && c->reactor != nullptr &&
+        !c->supervision.failed) [[likely]] {
+      bool empty = false;
+      n += run_plain_messages(c, rt.config.batch - n, &e, &empty);
+      if (c->supervision.failed || c->state != CellState::kLive) {
+        after_hook(c);
+        if (!c->started) run_start_hooks(c);  // restarted: on_restored before the next message
+      }
+      if (e == nullptr) {
+        if (empty) break;
+        continue;
+      }
+    } else {
+      e = c->mailbox.pop();
+      if (e == nullptr) break;
+    }
+    ++n;
     // Bounded mailboxes only: how many waited, by the senders' count (drop-oldest needs it exact).
     const std::uint32_t waiting = c->mailbox.uncount(e);
     // Drop-oldest: while more than `capacity` wait, the oldest goes unhandled. Checked at every
@@ -119,6 +138,39 @@ void Worker::run_messages(Cell* c) {
       run_start_hooks(c);  // restarted from a snapshot: on_restored before the next message
     }
   }
+}
+
+std::uint32_t Worker::run_plain_messages(Cell* c, std::uint32_t budget, Envelope** other,
+                                         bool* empty) {
+  const std::uint64_t self = c->id.load(std::memory_order_relaxed);
+  const EventFunnel::MessageRun run(funnel_, c);
+  const bool outer = in_event_;
+  in_event_ = true;
+  std::uint32_t n = 0;
+  while (n < budget) {
+    Envelope* e = c->mailbox.pop();
+    if (e == nullptr) {
+      *empty = true;
+      break;
+    }
+    // Dead letters, system messages and counted envelopes take the slow path.
+    if (e->receiver != self || e->encoding == Encoding::kSystem || e->counted != 0) [[unlikely]] {
+      *other = e;
+      break;
+    }
+    ++n;
+    c->stats.messages_in++;
+    const Message m(*e);
+    c->current_sender = e->sender;
+    const bool live = funnel_.deliver_message(c, m);
+    c->current_sender = 0;
+    outbox_.flush();  // what the event sent, before the next event (outbox.h)
+    free_envelope(e);
+    count_consumed();
+    if (!live) break;  // the caller runs after_hook, out of the run
+  }
+  in_event_ = outer;
+  return n;
 }
 
 void Worker::run_start_hooks(Cell* c) {

@@ -19,6 +19,33 @@ void record_failure(Cell* c, FailureKind kind, const char* what, const char* hoo
   c->supervision.hook = hook;
 }
 
+namespace {
+
+// Calls `hook`, turning what it throws into the cell's failure.
+template <class Hook>
+void guarded(Cell* c, EventKind kind, Hook&& hook) {
+  try {
+    hook();
+  } catch (const std::bad_alloc& e) {
+    record_failure(c, FailureKind::kOutOfMemory, e.what(), hook_name(kind));
+  } catch (const std::exception& e) {
+    record_failure(c, FailureKind::kException, e.what(), hook_name(kind));
+  } catch (...) {
+    record_failure(c, FailureKind::kException, "an exception not derived from std::exception",
+                   hook_name(kind));
+  }
+}
+
+}  // namespace
+
+bool EventFunnel::deliver_message(Cell* c, const Message& message) {
+  live_.begin(c);
+  ReactorAccess::events(*c->reactor)++;
+  guarded(c, EventKind::kMessage, [&] { c->reactor->on_message(message); });
+  c->stats.events++;
+  return !c->supervision.failed && c->state == CellState::kLive;
+}
+
 bool EventFunnel::deliver(Cell* c, const Event& event) {
   if (c->state != CellState::kLive || c->reactor == nullptr || c->supervision.failed) return false;
   live_.begin(c);
@@ -29,20 +56,13 @@ bool EventFunnel::deliver(Cell* c, const Event& event) {
     ReactorScope scope(c);
     const HostSlotScope door(host, c->reactor);
     ReactorAccess::events(*c->reactor)++;
-    try {
+    guarded(c, event.kind, [&] {
       if (event.kind == EventKind::kMessage) [[likely]] {
         c->reactor->on_message(*event.message);  // deliver_to's most frequent case, without the call
       } else {
         deliver_to(*c->reactor, event);
       }
-    } catch (const std::bad_alloc& e) {
-      record_failure(c, FailureKind::kOutOfMemory, e.what(), hook_name(event.kind));
-    } catch (const std::exception& e) {
-      record_failure(c, FailureKind::kException, e.what(), hook_name(event.kind));
-    } catch (...) {
-      record_failure(c, FailureKind::kException, "an exception not derived from std::exception",
-                     hook_name(event.kind));
-    }
+    });
   }
   if (recorder != nullptr) [[unlikely]] recorder->end_event(c);
   c->stats.events++;

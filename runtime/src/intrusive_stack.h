@@ -1,5 +1,5 @@
-// The runtime's lock-free queues (mailboxes, the workers' run queues and command queues) are
-// intrusive stacks: producers push with one CAS, the single consumer takes the whole stack with
+// The workers' run queues and command queues are intrusive stacks (mailboxes are Vyukov queues,
+// mailbox.h): producers push with one CAS, the single consumer takes the whole stack with
 // one exchange and reverses it into push order. Pushes are linearized by the CAS, so each taken
 // batch is FIFO, and batches are taken in order.
 #pragma once

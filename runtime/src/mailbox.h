@@ -1,44 +1,70 @@
 // Mailbox: a reactor's queue of envelopes. Many threads push, one (the reactor's worker) pops.
 //
-// Producers push onto a lock-free stack (one compare-and-swap); the consumer takes the whole
-// stack at once and reverses it into its private FIFO list. Pushes are linearized by the CAS, so
-// the reversed batch is in push order, and batches are taken in order: per-producer FIFO holds.
-// A Vyukov queue would save the reversal but has a transient "not yet linked" state that the
-// schedule/unschedule handshake (cell.h) would have to spin on; the stack has none.
+// An intrusive MPSC queue after Dmitry Vyukov's: producers append with one exchange on `back_`
+// and then link the previous last node to theirs; the consumer walks from `front_` along the
+// links, in push order, touching each envelope once (the stack this replaces reversed every
+// batch first, a second pass over envelopes that, with a large backlog, had left the cache).
+// Pushes are linearized by the exchange, so per-producer FIFO holds; a producer may append a
+// whole chain of its envelopes at once (the worker's Outbox does, outbox.h), which costs the
+// same single exchange.
 //
-// Counting without a shared counter per message: the consumer counts what it holds privately
-// (and the high water, at each refill, when the whole backlog has just arrived); senders count
-// only into bounded mailboxes (`bounded_length`, so that kReject can refuse exactly), marking the
-// envelopes they counted so that the consumer subtracts exactly those. An unbounded mailbox thus
-// costs one CAS per message and nothing else on the producers' cache line.
+// The stub: an empty queue is `front_` == `back_` == &stub_. The consumer never hands out the
+// last linked node while nothing follows it (it needs its `next` to move on); when it reaches a
+// last node, it appends the stub behind it, and the node becomes poppable once linked.
+//
+// "Pushed, not yet linked": between a producer's exchange and its link store, the node before
+// it has no `next` yet although the queue is not empty. pop() then returns null rather than
+// spin; nonempty() still says true (it looks at `back_`), so the scheduling handshake (cell.h)
+// reschedules the cell and the consumer retries on its next turn. The window is two stores
+// long unless the producer is preempted inside it.
+//
+// Counting without a shared counter per message: producers add each chain's length to
+// `pushed_` (one more atomic per chain, on the line they write anyway), the consumer counts
+// what it popped privately; their difference is the backlog. The high water is sampled, like
+// the stack's refill did, whenever the consumer has popped everything it last knew about.
+// Senders count into bounded mailboxes (`bounded_length`, so that kReject can refuse exactly),
+// marking the envelopes they counted so that the consumer subtracts exactly those.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "envelope.h"
-#include "intrusive_stack.h"
 
 namespace reheap::detail {
 
 class Mailbox {
  public:
-  // Any thread.
-  void push(Envelope* e) noexcept { stack_push<Envelope, &Envelope::next>(top_, e); }
+  // Any thread: appends `first`..`last`, `n` envelopes linked through `next`, in that order.
+  void push(Envelope* first, Envelope* last, std::uint32_t n) noexcept {
+    pushed_.fetch_add(n, std::memory_order_relaxed);
+    append(first, last);
+  }
+  void push(Envelope* e) noexcept { push(e, e, 1); }
 
-  // Consumer only: the oldest envelope, or null.
+  // Consumer only: the oldest envelope, or null (empty, or its successor not linked yet).
   Envelope* pop() noexcept {
-    if (head_ == nullptr && !refill()) return nullptr;
-    Envelope* e = head_;
-    head_ = e->next;
-    --held_;
-    return e;
+    if (popped_ >= known_) [[unlikely]] sample();
+    Envelope* front = front_;
+    Envelope* next = link(front).load(std::memory_order_acquire);
+    if (front == &stub_) {
+      if (next == nullptr) return nullptr;
+      front_ = front = next;
+      next = link(front).load(std::memory_order_acquire);
+    }
+    if (next == nullptr) [[unlikely]] {
+      next = pop_last(front);
+      if (next == nullptr) return nullptr;
+    }
+    front_ = next;
+    ++popped_;
+    return front;
   }
 
-  // Consumer only: true if a pop would find something (a push racing with this call may or may
-  // not be seen; the scheduling handshake covers that case).
+  // Consumer only: true if a pop would find something, or soon will (a producer between its
+  // exchange and its link). seq_cst: one side of the scheduling handshake (cell.h).
   bool nonempty() const noexcept {
-    return head_ != nullptr || top_.load(std::memory_order_seq_cst) != nullptr;
+    return front_ != &stub_ || back_.load(std::memory_order_seq_cst) != &stub_;
   }
 
   // Consumer only: undoes a sender's count of `e` (see above), returning the count before.
@@ -46,35 +72,50 @@ class Mailbox {
     return e->counted ? bounded_length.fetch_sub(1, std::memory_order_relaxed) : 0;
   }
 
-  // Consumer only (it alone frees envelopes, so walking the shared stack is safe): how many
-  // envelopes wait now.
+  // Consumer only: how many envelopes wait now.
   std::uint32_t waiting() const noexcept {
-    std::uint32_t n = held_;
-    for (const Envelope* e = top_.load(std::memory_order_acquire); e != nullptr; e = e->next) ++n;
-    return n;
+    return static_cast<std::uint32_t>(pushed_.load(std::memory_order_relaxed) - popped_);
   }
   std::uint32_t high_water() const noexcept { return high_water_; }
   void reset_high_water() noexcept { high_water_ = 0; }
 
  private:
-  bool refill() noexcept {
-    unsigned n = 0;
-    head_ = stack_take_fifo<Envelope, &Envelope::next>(top_, &n);
-    if (head_ == nullptr) return false;
-    held_ = n;
-    if (n > high_water_) high_water_ = n;
-    return true;
+  static std::atomic_ref<Envelope*> link(Envelope* e) noexcept {
+    return std::atomic_ref<Envelope*>(e->next);
   }
 
-  alignas(64) std::atomic<Envelope*> top_{nullptr};  // producers' line
+  void append(Envelope* first, Envelope* last) noexcept {
+    link(last).store(nullptr, std::memory_order_relaxed);
+    Envelope* before = back_.exchange(last, std::memory_order_seq_cst);
+    link(before).store(first, std::memory_order_release);
+  }
+
+  // `front` is linked to nothing: if it is the last node, put the stub behind it so that it can
+  // be handed out. The successor of `front`, or null if a producer has not linked it yet.
+  [[gnu::noinline]] Envelope* pop_last(Envelope* front) noexcept {
+    if (back_.load(std::memory_order_acquire) != front) return nullptr;  // pushed, not linked
+    append(&stub_, &stub_);
+    return link(front).load(std::memory_order_acquire);
+  }
+
+  [[gnu::noinline]] void sample() noexcept {
+    known_ = pushed_.load(std::memory_order_relaxed);
+    const auto backlog = static_cast<std::uint32_t>(known_ - popped_);
+    if (backlog > high_water_) high_water_ = backlog;
+  }
+
+  alignas(64) std::atomic<Envelope*> back_{&stub_};  // producers' line
+  std::atomic<std::uint64_t> pushed_{0};
 
  public:
   std::atomic<std::uint32_t> bounded_length{0};  // see above
 
  private:
-  alignas(64) Envelope* head_ = nullptr;             // consumer's line from here on
-  std::uint32_t held_ = 0;                           // envelopes on the private list
+  alignas(64) Envelope* front_ = &stub_;  // consumer's line from here on
+  std::uint64_t popped_ = 0;
+  std::uint64_t known_ = 0;  // pushed_ when last sampled
   std::uint32_t high_water_ = 0;
+  Envelope stub_{};
 };
 
 }  // namespace reheap::detail

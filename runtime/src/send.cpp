@@ -1,6 +1,7 @@
 // Sending: from a reactor or from outside, to a mailbox, scheduling the receiver (see
 // runtime.h for the ordering promise and cell.h for the scheduling handshake).
 #include "envelope.h"
+#include "outbox.h"
 #include "reheap/runtime.h"
 #include "runtime_impl.h"
 #include "worker.h"
@@ -34,17 +35,33 @@ SendResult deliver(RuntimeImpl& rt, Cell* from, std::uint64_t sender, ActorRef t
     e->counted = 1;
   }
   Worker* here = Worker::current();
-  rt.count_sent(here != nullptr && &here->runtime() == &rt ? here : nullptr);
-  target->mailbox.push(e);
-  if (target->scheduled.load(std::memory_order_seq_cst) == 0 &&
-      target->scheduled.exchange(1, std::memory_order_seq_cst) == 0) {
-    target->worker.load(std::memory_order_acquire)->schedule(target);
+  if (here != nullptr && &here->runtime() != &rt) here = nullptr;
+  rt.count_sent(here);
+  if (here == nullptr) {
+    post(target, e, e, 1);
+  } else if (from != nullptr && e->counted == 0 && e->encoding != Encoding::kSystem &&
+             here->in_event()) {
+    // A hook's message to an unbounded mailbox. A system message (a snapshot request) is not
+    // held: request_snapshot promises that the request is in the target's mailbox when it
+    // returns, ahead of whatever stops the target later.
+    here->outbox().add(target, e);
+  } else {
+    here->outbox().flush();  // this thread's earlier sends go first
+    post(target, e, e, 1);
   }
   if (from != nullptr) from->stats.messages_out++;
   return SendResult::kOk;
 }
 
 }  // namespace
+
+void post(Cell* target, Envelope* first, Envelope* last, std::uint32_t n) noexcept {
+  target->mailbox.push(first, last, n);
+  if (target->scheduled.load(std::memory_order_seq_cst) == 0 &&
+      target->scheduled.exchange(1, std::memory_order_seq_cst) == 0) {
+    target->worker.load(std::memory_order_acquire)->schedule(target);
+  }
+}
 
 SendResult send_envelope(Cell* from, ActorRef to, Envelope* e, SendResult encode_result) noexcept {
   if (e == nullptr) return encode_result;

@@ -29,6 +29,7 @@
 #include "cell.h"
 #include "event_funnel.h"
 #include "intrusive_stack.h"
+#include "outbox.h"
 #include "reactor_scope.h"
 
 namespace reheap::detail {
@@ -98,9 +99,21 @@ class Worker {
     push_command(cmd);
   }
 
-  // Worker thread: delivers one event through the funnel (event_funnel.h). False if the cell
-  // failed or is stopping; the caller runs after_hook.
-  bool deliver(Cell* c, const Event& event) { return funnel_.deliver(c, event); }
+  // Worker thread: delivers one event through the funnel (event_funnel.h), then pushes what its
+  // hook sent (outbox.h). False if the cell failed or is stopping; the caller runs after_hook.
+  bool deliver(Cell* c, const Event& event) {
+    const bool outer = in_event_;
+    in_event_ = true;
+    const bool live = funnel_.deliver(c, event);
+    in_event_ = outer;
+    outbox_.flush();
+    return live;
+  }
+
+  // Worker thread: the sends of the running event, held until it ends (outbox.h), and whether
+  // an event is running (sends made outside one, by the runtime itself, are pushed at once).
+  Outbox& outbox() noexcept { return outbox_; }
+  bool in_event() const noexcept { return in_event_; }
 
   // Worker thread: one event from the loop (a timer, a socket): delivered, timed, then after_hook.
   void deliver_event(Cell* c, const Event& event) {
@@ -147,6 +160,10 @@ class Worker {
   void turn();
   void run_cell(Cell* c);
   void run_messages(Cell* c);
+  // The fast path of run_messages (cell_turn.cpp): up to `budget` plain messages in one
+  // MessageRun. Returns how many it consumed; `*other` gets the envelope it stopped at (for the
+  // slow path), `*empty` whether it stopped at an empty mailbox.
+  std::uint32_t run_plain_messages(Cell* c, std::uint32_t budget, Envelope** other, bool* empty);
   void run_start_hooks(Cell* c);
   void teardown(Cell* c);
   void run_commands();
@@ -168,6 +185,7 @@ class Worker {
   uv_prepare_t prepare_{};
   uv_check_t check_{};
   bool idle_active_ = false;
+  bool in_event_ = false;
   Cell* running_ = nullptr;  // the cell run_cell is running
 
   alignas(64) std::atomic<Cell*> run_queue_{nullptr};  // stack; reversed into ready_ each turn
@@ -178,6 +196,7 @@ class Worker {
   std::vector<Cell*> cells_;
   char* read_buffer_ = nullptr;
   EventFunnel funnel_{*this};
+  Outbox outbox_;
 };
 
 }  // namespace reheap::detail

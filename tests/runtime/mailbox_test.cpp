@@ -143,6 +143,37 @@ TEST(Mailbox, KDropOldestNeverDropsAStopRequest) {
   EXPECT_TRUE(log.items().empty()) << "messages behind a stop are not handled";
 }
 
+// Stop with messages queued: a reactor's chained sends that land behind a stop request are dead
+// letters, every one of them counted, and none is handled.
+TEST(Mailbox, MessagesQueuedBehindAStopAreCountedAsDeadLettersAndNotHandled) {
+  Log<std::uint32_t> log;
+  Gate gate;
+  Probe full;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  SpawnOptions on0;
+  on0.worker = 0;
+  SpawnOptions on1;
+  on1.worker = 1;
+  const ActorRef sink = rt.spawn<Sink>(on0, &log, &gate);
+  const ActorRef shooter = rt.spawn<Shooter>(on1, &full);
+  ASSERT_EQ(rt.send(sink, Hold{}), SendResult::kOk);
+  ASSERT_TRUE(gate.wait_entered());
+  const std::uint64_t before = rt.stats().dead_letters;
+  ASSERT_TRUE(rt.stop(sink));
+  constexpr std::uint32_t kQueued = 1'000;
+  ASSERT_EQ(rt.send(shooter, Fire{sink, 0, kQueued}), SendResult::kOk);
+  // A reactor's sends are pushed when its event ends (outbox.h), after the probe of that event:
+  // the probe of the shooter's next event says they all are in the sink's mailbox.
+  ASSERT_EQ(rt.send(shooter, Fire{sink, 0, 0}), SendResult::kOk);
+  ASSERT_TRUE(full.wait_for(2));
+  EXPECT_EQ(full.value(), 0u);
+  gate.open();
+  ASSERT_TRUE(rt.wait_stopped(sink));
+  ASSERT_TRUE(rt.wait_idle());
+  EXPECT_EQ(rt.stats().dead_letters - before, kQueued);
+  EXPECT_TRUE(log.items().empty()) << "a message behind the stop was handled";
+}
+
 TEST(Mailbox, AnUnboundedMailboxTakesEverything) {
   Log<std::uint32_t> log;
   Gate gate;

@@ -155,5 +155,122 @@ TEST(Ordering, PerSenderFifoHoldsWhileTheSendersMoveBetweenWorkersMidStream) {
   EXPECT_GT(moves, kSenders);
 }
 
+// A reactor's sends from one event are pushed in chains, one destination at a time (the
+// worker's outbox): sends to two receivers, interleaved in runs of every length, each arrive
+// complete and in order, and a stop it requests after them (a system message, pushed directly)
+// reaches each receiver after all of them.
+struct Burst {
+  std::uint32_t count;  // to each receiver
+};
+struct Counted {
+  std::uint32_t seq;
+};
+class Splitter : public Reactor {
+ public:
+  Splitter(ActorRef a, ActorRef b) : a_(a), b_(b) { handle<&Splitter::on_burst>(); }
+  void on_burst(const Burst& burst) {
+    std::uint32_t to_a = 0;
+    std::uint32_t to_b = 0;
+    for (std::uint32_t run = 1; to_a < burst.count || to_b < burst.count; ++run) {
+      for (std::uint32_t i = 0; i < run % 150 && to_a < burst.count; ++i) send(a_, Counted{to_a++});
+      for (std::uint32_t i = 0; i < run % 97 && to_b < burst.count; ++i) send(b_, Counted{to_b++});
+    }
+    runtime().stop(a_);
+    runtime().stop(b_);
+  }
+
+ private:
+  ActorRef a_;
+  ActorRef b_;
+};
+// Reports (out of order count) * 1'000'000 + messages received, when it stops.
+class CountingReceiver : public Reactor {
+ public:
+  explicit CountingReceiver(Probe* probe) : probe_(probe) { handle<&CountingReceiver::on_counted>(); }
+  void on_counted(const Counted& c) {
+    if (c.seq != received_) ++out_of_order_;
+    received_ = c.seq + 1;
+    ++count_;
+  }
+  void on_stop() override { probe_->done(out_of_order_ * 1'000'000 + count_); }
+
+ private:
+  Probe* probe_;
+  std::uint64_t received_ = 0;
+  std::uint64_t count_ = 0;
+  std::uint64_t out_of_order_ = 0;
+};
+
+TEST(Ordering, ChainedSendsToInterleavedReceiversArriveInOrderAndBeforeALaterStop) {
+  Probe probe_a;
+  Probe probe_b;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  SpawnOptions on0;
+  on0.worker = 0;
+  SpawnOptions on1;
+  on1.worker = 1;
+  const ActorRef a = rt.spawn<CountingReceiver>(on1, &probe_a);
+  const ActorRef b = rt.spawn<CountingReceiver>(on0, &probe_b);  // same worker as the sender
+  const ActorRef splitter = rt.spawn<Splitter>(on0, a, b);
+  constexpr std::uint32_t kCount = 10'001;  // not a whole number of chains
+  ASSERT_EQ(rt.send(splitter, Burst{kCount}), SendResult::kOk);
+  ASSERT_TRUE(probe_a.wait_for(1));
+  ASSERT_TRUE(probe_b.wait_for(1));
+  EXPECT_EQ(probe_a.value(), kCount) << "(out of order) * 1e6 + received, worker 1's receiver";
+  EXPECT_EQ(probe_b.value(), kCount) << "(out of order) * 1e6 + received, worker 0's receiver";
+  EXPECT_EQ(rt.stats().dead_letters, 0u);
+}
+
+// Many reactor senders on both workers and outside threads stream to one receiver at once, each
+// in events of varying length, so that chains of every size from both workers and single pushes
+// from outside interleave on one mailbox: nothing is lost and each sender's order holds.
+class Bursts : public Reactor {
+ public:
+  Bursts(ActorRef to, std::uint32_t id, std::uint32_t count) : to_(to), id_(id), count_(count) {
+    handle<&Bursts::on_continue>();
+  }
+  void on_start() override { send(self(), Continue{}); }
+  void on_continue(const Continue&) {
+    const std::uint32_t burst = 1 + (seq_ * 7 + id_) % 200;
+    for (std::uint32_t i = 0; i < burst && seq_ < count_; ++i) send(to_, Tagged{id_, seq_++});
+    if (seq_ < count_) send(self(), Continue{});
+  }
+
+ private:
+  ActorRef to_;
+  std::uint32_t id_;
+  std::uint32_t count_;
+  std::uint32_t seq_ = 0;
+};
+
+TEST(Ordering, ManySendersOnBothWorkersAndOutsideLoseNothingAndKeepTheirOrder) {
+  Probe probe;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  constexpr std::uint32_t kReactors = 8;
+  constexpr std::uint32_t kThreads = 3;
+  constexpr std::uint32_t kEachHere = kEach / 4;
+  const ActorRef receiver =
+      rt.spawn<OrderChecker>(&probe, std::uint64_t{kReactors + kThreads} * kEachHere);
+  for (std::uint32_t s = 0; s < kReactors; ++s) {
+    SpawnOptions o;
+    o.worker = static_cast<int>(s % 2);
+    rt.spawn<Bursts>(o, receiver, s, kEachHere);
+  }
+  std::vector<std::thread> outside;
+  for (std::uint32_t t = 0; t < kThreads; ++t) {
+    outside.emplace_back([&rt, receiver, t] {
+      for (std::uint32_t i = 0; i < kEachHere; ++i) {
+        if (rt.send(receiver, Tagged{kReactors + t, i}) != SendResult::kOk) {
+          ADD_FAILURE() << "outside send " << i << " failed";
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : outside) t.join();
+  ASSERT_TRUE(probe.wait_for(1, std::chrono::seconds(60)));
+  EXPECT_EQ(probe.value() / 10, 0u) << "messages from one sender arrived out of order";
+}
+
 }  // namespace
 }  // namespace reheap

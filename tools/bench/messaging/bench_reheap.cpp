@@ -7,7 +7,7 @@
 // the whole process (warm-up and repetitions), like CAF's one actor_system.
 //
 // Configuration: RuntimeConfig{.workers = 2} (two cores); everything else at the runtime's
-// defaults (batch 64, no spinning). `--spin US` sets RuntimeConfig::spin: an idle worker polls
+// defaults (batch 256, no spinning). `--spin US` sets RuntimeConfig::spin: an idle worker polls
 // its run queue for US microseconds before it sleeps in epoll. Runs with it print
 // `test=<test>-spin` so that they never mix with the default ones. `--batch N` (messages per
 // reactor turn) and `--pin` (RuntimeConfig::pin_workers: worker i on the i-th allowed CPU) are there to explore; they add -batch / -pin.
