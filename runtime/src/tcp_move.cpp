@@ -11,7 +11,10 @@
 // old handle's requests are then cancelled by its close and free themselves. Which bytes are
 // unsent follows from libuv's count of queued bytes (uv_stream_get_write_queue_size, which
 // drops as the kernel takes bytes) and the socket's own list of its requests, oldest first:
-// the unsent bytes are the last `queued` bytes of that list.
+// the unsent bytes are the last `queued` bytes of that list. A request that failed on the old
+// loop keeps its bytes in that count until its callback (which the husk ignores), so they are
+// carried too: the new loop's write of them fails the same way and the reactor hears on_closed
+// once, there.
 //
 // Descriptors. uv_close of a uv_tcp_t closes its descriptor, so a connection is dup'ed first and
 // the new loop opens the copy; closing the old one also removes it from the old loop's epoll set
