@@ -95,7 +95,7 @@ std::vector<char> pattern_bytes(std::uint64_t first, std::size_t size) {
 
 // ---- under load: both directions, many moves -------------------------------------------------
 
-struct StreamReport {
+struct MovingStreamReport {
   std::uint64_t in_order = 0;  // incoming bytes that matched the pattern, before any mismatch
   std::uint64_t total = 0;
   std::uint64_t above = 0;     // writes that reported the queue above the mark
@@ -107,10 +107,10 @@ struct StreamReport {
 // Answers every n bytes it reads with the next kAnswer * n bytes of its own pattern stream, with
 // a 16 KiB mark: above it reading pauses until on_drained. On the peer's EOF it reports and
 // closes (what is queued is flushed first).
-class Answerer : public Reactor {
+class MovingAnswerer : public Reactor {
  public:
   static constexpr std::uint64_t kAnswer = 4;
-  Answerer(Probe* port, Probe* above, Log<StreamReport>* reports)
+  MovingAnswerer(Probe* port, Probe* above, Log<MovingStreamReport>* reports)
       : port_(port), above_(above), reports_(reports) {}
   void on_start() override { port_->done(local_port(listen("127.0.0.1", 0))); }
   void on_accept(SocketId, SocketId c) override { set_write_high_water(c, 16 << 10); }
@@ -143,8 +143,8 @@ class Answerer : public Reactor {
  private:
   Probe* port_;
   Probe* above_;
-  Log<StreamReport>* reports_;
-  StreamReport report_;
+  Log<MovingStreamReport>* reports_;
+  MovingStreamReport report_;
   std::uint64_t in_order_ = 0;
   std::uint64_t out_ = 0;
   int paused_on_ = -1;
@@ -154,11 +154,11 @@ class Answerer : public Reactor {
 TEST(TcpMove, StreamsInBothDirectionsLoseNothingWhileTheReactorMovesBackAndForth) {
   Probe port;
   Probe above;
-  Log<StreamReport> reports;
+  Log<MovingStreamReport> reports;
   Runtime rt(RuntimeConfig{.workers = 2});
   SpawnOptions on0;
   on0.worker = 0;
-  const ActorRef r = rt.spawn<Answerer>(on0, &port, &above, &reports);
+  const ActorRef r = rt.spawn<MovingAnswerer>(on0, &port, &above, &reports);
   ASSERT_TRUE(port.wait_for(1));
   const int fd = connect_to(static_cast<std::uint16_t>(port.value()), 16 << 10);
   constexpr int kMoves = rttest::kSanitized ? 60 : 200;
@@ -185,11 +185,11 @@ TEST(TcpMove, StreamsInBothDirectionsLoseNothingWhileTheReactorMovesBackAndForth
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::close(fd);
   ASSERT_TRUE(reports.wait_size(1));
-  const StreamReport report = reports.items()[0];
+  const MovingStreamReport report = reports.items()[0];
   EXPECT_EQ(report.total, kTotal);
   EXPECT_EQ(report.in_order, kTotal) << "the reactor read a byte lost, repeated or out of order";
-  EXPECT_EQ(answered.total, Answerer::kAnswer * kTotal);
-  EXPECT_EQ(answered.in_order, Answerer::kAnswer * kTotal)
+  EXPECT_EQ(answered.total, MovingAnswerer::kAnswer * kTotal);
+  EXPECT_EQ(answered.in_order, MovingAnswerer::kAnswer * kTotal)
       << "the client read a byte lost, repeated or out of order";
   EXPECT_TRUE(answered.eof);
   EXPECT_EQ(report.workers, 3u) << "the data was not handled on both workers";
@@ -198,42 +198,42 @@ TEST(TcpMove, StreamsInBothDirectionsLoseNothingWhileTheReactorMovesBackAndForth
   std::printf("[ measure  ] %d moves while streaming %llu bytes in and %llu out: %.2f s; "
               "%llu pauses above the mark, %llu drained on another worker\n",
               kMoves, static_cast<unsigned long long>(kTotal),
-              static_cast<unsigned long long>(Answerer::kAnswer * kTotal), seconds,
+              static_cast<unsigned long long>(MovingAnswerer::kAnswer * kTotal), seconds,
               static_cast<unsigned long long>(report.above),
               static_cast<unsigned long long>(report.drained_elsewhere));
 }
 
 // ---- a moved listener --------------------------------------------------------------------------
 
-struct Accepted {
+struct MovingAccepted {
   SocketId listener;
   int worker;
 };
 
 // Accepts and answers each connection with "ok" and a close.
-class Acceptor : public Reactor {
+class MovingAcceptor : public Reactor {
  public:
-  Acceptor(Probe* port, Log<Accepted>* accepted) : port_(port), accepted_(accepted) {}
+  MovingAcceptor(Probe* port, Log<MovingAccepted>* accepted) : port_(port), accepted_(accepted) {}
   void on_start() override { port_->done(local_port(listener_ = listen("127.0.0.1", 0))); }
   void on_accept(SocketId l, SocketId c) override {
-    accepted_->add(Accepted{l == listener_ ? l : 0, worker()});
+    accepted_->add(MovingAccepted{l == listener_ ? l : 0, worker()});
     write(c, "ok");
     close(c);
   }
 
  private:
   Probe* port_;
-  Log<Accepted>* accepted_;
+  Log<MovingAccepted>* accepted_;
   SocketId listener_ = 0;
 };
 
 TEST(TcpMove, AMovedListenerKeepsAcceptingUnderItsId) {
   Probe port;
-  Log<Accepted> accepted;
+  Log<MovingAccepted> accepted;
   Runtime rt(RuntimeConfig{.workers = 2});
   SpawnOptions on0;
   on0.worker = 0;
-  const ActorRef r = rt.spawn<Acceptor>(on0, &port, &accepted);
+  const ActorRef r = rt.spawn<MovingAcceptor>(on0, &port, &accepted);
   ASSERT_TRUE(port.wait_for(1));
   const auto p = static_cast<std::uint16_t>(port.value());
   constexpr int kRounds = 40;
@@ -252,7 +252,7 @@ TEST(TcpMove, AMovedListenerKeepsAcceptingUnderItsId) {
   }
   ASSERT_TRUE(accepted.wait_size(kRounds));
   unsigned workers = 0;
-  for (const Accepted& a : accepted.items()) {
+  for (const MovingAccepted& a : accepted.items()) {
     EXPECT_NE(a.listener, 0u) << "the listener's id changed";
     workers |= 1u << a.worker;
   }
@@ -261,24 +261,24 @@ TEST(TcpMove, AMovedListenerKeepsAcceptingUnderItsId) {
 
 // ---- state that must survive a move --------------------------------------------------------------
 
-struct Reply {
+struct MovingReply {
   std::uint32_t unused;
 };
-struct Resume {
+struct MovingResume {
   std::uint32_t unused;
 };
-struct Report {
+struct MovingReport {
   std::uint32_t unused;
 };
 
-// One connection. Reports every event as a line; answers Reply (write "reply" and close),
-// Resume (resume_reading), Report (logs "data N"). `pause` pauses reading on accept.
-class Keeper : public Reactor {
+// One connection. Reports every event as a line; answers MovingReply (write "reply" and close),
+// MovingResume (resume_reading), MovingReport (logs "data N"). `pause` pauses reading on accept.
+class MovingKeeper : public Reactor {
  public:
-  Keeper(Probe* port, Log<std::string>* log, bool pause) : port_(port), log_(log), pause_(pause) {
-    handle<&Keeper::on_reply>();
-    handle<&Keeper::on_resume>();
-    handle<&Keeper::on_report>();
+  MovingKeeper(Probe* port, Log<std::string>* log, bool pause) : port_(port), log_(log), pause_(pause) {
+    handle<&MovingKeeper::on_reply>();
+    handle<&MovingKeeper::on_resume>();
+    handle<&MovingKeeper::on_report>();
   }
   void on_start() override { port_->done(local_port(listen("127.0.0.1", 0))); }
   void on_accept(SocketId, SocketId c) override {
@@ -290,12 +290,12 @@ class Keeper : public Reactor {
   void on_end(SocketId) override { log_->add("end after " + std::to_string(data_)); }
   void on_closed(SocketId, std::error_code ec) override { log_->add("closed " + ec.message()); }
   void on_drained(SocketId) override { log_->add("drained"); }
-  void on_reply(const Reply&) {
+  void on_reply(const MovingReply&) {
     write(connection_, "reply");
     close(connection_);
   }
-  void on_resume(const Resume&) { resume_reading(connection_); }
-  void on_report(const Report&) { log_->add("data " + std::to_string(data_)); }
+  void on_resume(const MovingResume&) { resume_reading(connection_); }
+  void on_report(const MovingReport&) { log_->add("data " + std::to_string(data_)); }
 
  private:
   Probe* port_;
@@ -318,7 +318,7 @@ TEST(TcpMove, AHalfClosedPeerStillGetsItsReplyAfterAMoveAndEndIsHeardOnce) {
   Runtime rt(RuntimeConfig{.workers = 2});
   SpawnOptions on0;
   on0.worker = 0;
-  const ActorRef r = rt.spawn<Keeper>(on0, &port, &log, false);
+  const ActorRef r = rt.spawn<MovingKeeper>(on0, &port, &log, false);
   ASSERT_TRUE(port.wait_for(1));
   const int fd = connect_to(static_cast<std::uint16_t>(port.value()));
   ASSERT_TRUE(send_all(fd, "abc", 3));
@@ -326,9 +326,9 @@ TEST(TcpMove, AHalfClosedPeerStillGetsItsReplyAfterAMoveAndEndIsHeardOnce) {
   ASSERT_TRUE(log.wait_size(2));
   EXPECT_EQ(log.items()[1], "end after 3");
   move_around(rt, r, 3);
-  ASSERT_EQ(rt.send(r, Report{}), SendResult::kOk);
+  ASSERT_EQ(rt.send(r, MovingReport{}), SendResult::kOk);
   ASSERT_TRUE(log.wait_size(3));
-  ASSERT_EQ(rt.send(r, Reply{}), SendResult::kOk);
+  ASSERT_EQ(rt.send(r, MovingReply{}), SendResult::kOk);
   char reply[16] = {};
   std::size_t got = 0;
   for (ssize_t n; (n = ::read(fd, reply + got, sizeof reply - got)) > 0;) got += static_cast<std::size_t>(n);
@@ -345,17 +345,17 @@ TEST(TcpMove, PausedReadingStaysPausedThroughMovesAndResumesWithEveryByte) {
   Runtime rt(RuntimeConfig{.workers = 2});
   SpawnOptions on0;
   on0.worker = 0;
-  const ActorRef r = rt.spawn<Keeper>(on0, &port, &log, true);
+  const ActorRef r = rt.spawn<MovingKeeper>(on0, &port, &log, true);
   ASSERT_TRUE(port.wait_for(1));
   const int fd = connect_to(static_cast<std::uint16_t>(port.value()));
   ASSERT_TRUE(log.wait_size(1));  // accepted, and paused
   const std::vector<char> bytes = pattern_bytes(0, 100000);
   ASSERT_TRUE(send_all(fd, bytes.data(), bytes.size()));
   move_around(rt, r, 4);
-  ASSERT_EQ(rt.send(r, Report{}), SendResult::kOk);
+  ASSERT_EQ(rt.send(r, MovingReport{}), SendResult::kOk);
   ASSERT_TRUE(log.wait_size(2));
   EXPECT_EQ(log.items()[1], "data 0") << "reading restarted on a move";
-  ASSERT_EQ(rt.send(r, Resume{}), SendResult::kOk);
+  ASSERT_EQ(rt.send(r, MovingResume{}), SendResult::kOk);
   ::shutdown(fd, SHUT_WR);
   ASSERT_TRUE(log.wait_size(3));
   EXPECT_EQ(log.items()[2], "end after 100000");
@@ -363,9 +363,9 @@ TEST(TcpMove, PausedReadingStaysPausedThroughMovesAndResumesWithEveryByte) {
 }
 
 // Writes `size` bytes of the pattern at once to a peer that does not read, with a 1 KiB mark.
-class Flood : public Reactor {
+class MovingFlood : public Reactor {
  public:
-  Flood(Probe* port, Log<std::string>* log, std::size_t size) : port_(port), log_(log), size_(size) {}
+  MovingFlood(Probe* port, Log<std::string>* log, std::size_t size) : port_(port), log_(log), size_(size) {}
   void on_start() override { port_->done(local_port(listen("127.0.0.1", 0))); }
   void on_accept(SocketId, SocketId c) override {
     set_write_high_water(c, 1 << 10);
@@ -390,7 +390,7 @@ TEST(TcpMove, QueuedWritesAndTheOwedDrainCrossAMoveInOrder) {
   SpawnOptions on0;
   on0.worker = 0;
   constexpr std::size_t kSize = 16 << 20;  // above what the kernel buffers on loopback
-  const ActorRef r = rt.spawn<Flood>(on0, &port, &log, kSize);
+  const ActorRef r = rt.spawn<MovingFlood>(on0, &port, &log, kSize);
   ASSERT_TRUE(port.wait_for(1));
   const int fd = connect_to(static_cast<std::uint16_t>(port.value()), 16 << 10);
   ASSERT_TRUE(log.wait_size(1));
@@ -417,7 +417,7 @@ TEST(TcpMove, APeerResetDuringMovesIsHeardExactlyOnce) {
     Runtime rt(RuntimeConfig{.workers = 2});
     SpawnOptions on0;
     on0.worker = 0;
-    const ActorRef r = rt.spawn<Flood>(on0, &port, &log, std::size_t{4} << 20);
+    const ActorRef r = rt.spawn<MovingFlood>(on0, &port, &log, std::size_t{4} << 20);
     ASSERT_TRUE(port.wait_for(1));
     const int fd = connect_to(static_cast<std::uint16_t>(port.value()), 16 << 10);
     ASSERT_TRUE(log.wait_size(1));
@@ -433,7 +433,7 @@ TEST(TcpMove, APeerResetDuringMovesIsHeardExactlyOnce) {
     move_around(rt, r, 2);
     // A round trip through the mailbox after the moves: a second close would be logged by now
     // if it came from the moves themselves.
-    ASSERT_EQ(rt.send(r, Report{}), SendResult::kOk);
+    ASSERT_EQ(rt.send(r, MovingReport{}), SendResult::kOk);
     ASSERT_TRUE(rt.wait_idle());
     const std::vector<std::string> lines = log.items();
     int closed = 0;
@@ -445,9 +445,9 @@ TEST(TcpMove, APeerResetDuringMovesIsHeardExactlyOnce) {
 // ---- cost of a move with many sockets ----------------------------------------------------------
 
 // Holds `count` connections from its own connects to its own listener.
-class Many : public Reactor {
+class MovingMany : public Reactor {
  public:
-  Many(Probe* ready, int count) : ready_(ready), count_(count) {}
+  MovingMany(Probe* ready, int count) : ready_(ready), count_(count) {}
   void on_start() override {
     const std::uint16_t p = local_port(listen("127.0.0.1", 0));
     for (int i = 0; i < count_; ++i) connect("127.0.0.1", p);
@@ -474,7 +474,7 @@ TEST(TcpMove, AReactorWithManySocketsMovesAndReportsTheCost) {
     Runtime rt(RuntimeConfig{.workers = 2});
     SpawnOptions on0;
     on0.worker = 0;
-    const ActorRef r = rt.spawn<Many>(on0, &ready, pairs);
+    const ActorRef r = rt.spawn<MovingMany>(on0, &ready, pairs);
     ASSERT_TRUE(ready.wait_for(1));
     constexpr int kMoves = 100;
     const auto start = std::chrono::steady_clock::now();
