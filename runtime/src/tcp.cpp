@@ -57,7 +57,8 @@ void on_handle_closed(uv_handle_t* h) {
   auto* s = static_cast<TcpSocket*>(h->data);
   if (s->listen_fd >= 0) ::close(s->listen_fd);
   if (s->husk) {
-    // The cell moved on with this socket's descriptor and state; it is another thread's now.
+    // The cell moved on with this socket's descriptor and state, or was torn down: it may belong
+    // to another thread by now (another worker, or a restore publishing a new occupant).
     HeapScope system(nullptr);
     delete s;
     return;
@@ -463,27 +464,23 @@ void tcp_set_write_high_water(Cell* c, SocketId socket, std::size_t bytes) {
 }
 
 void close_sockets(Worker&, Cell* c) {
+  HeapScope system(nullptr);
   while (!c->sockets.empty()) {
     TcpSocket* s = c->sockets.begin()->second;
+    c->sockets.erase(c->sockets.begin());
     if (s->parked) {
       // Stopped while moving, before any loop took it: only the descriptor and bytes exist.
       ::close(s->fd);
       std::free(s->carried);
-      HeapScope system(nullptr);
-      c->sockets.erase(c->sockets.begin());
       delete s;
       continue;
     }
-    if (!s->closing) {
-      drop(s, false);
-      continue;
-    }
-    // Closing (dropped, or still flushing after tcp_close): forget it and close the handle now if
-    // it is not closing yet, which cancels the shutdown request and the queued writes.
-    {
-      HeapScope system(nullptr);
-      c->sockets.erase(c->sockets.begin());
-    }
+    // The cell is torn down (or restarts from a snapshot) before the close completes, and may be
+    // reused at once, by a restore with the same reference on another thread too: the socket's
+    // late callbacks touch only itself. Closing the handle cancels a flush's shutdown request
+    // and its queued writes.
+    s->husk = true;
+    s->closing = true;
     s->notify_close = false;
     uv_handle_t* h = handle_of(s);
     if (!uv_is_closing(h)) uv_close(h, on_handle_closed);

@@ -7,9 +7,9 @@
 //   parked    the cell is moving: the map points to a socket attached to no loop, which holds the
 //             descriptor (`fd`) and the bytes libuv had not sent yet (`carried`) until the new
 //             worker attaches it (tcp_move.cpp);
-//   a husk    the old socket object a move left behind: its handle closes on the old loop, and
-//             its callbacks (cancelled writes, the close) free only itself, never touching the
-//             cell, which now belongs to another thread.
+//   a husk    the old socket object a move left behind, or one a teardown closed: its handle
+//             closes on its loop, and its callbacks (cancelled writes, the close) free only
+//             itself, never touching the cell, which may belong to another thread by then.
 // The socket's id stays the same through a move; only the map's pointer changes.
 #pragma once
 
@@ -53,7 +53,7 @@ struct TcpSocket {
   bool above_high_water = false;  // a write reported it: on_drained is owed when the queue empties
   bool connecting = false;    // uv_tcp_connect has not called back: the socket cannot move yet
   bool parked = false;        // moving: on no loop; `fd` and `carried` wait for the new worker
-  bool husk = false;          // left behind by a move: its callbacks touch only itself
+  bool husk = false;          // left by a move or a teardown: its callbacks touch only itself
   std::size_t high_water = Reactor::kDefaultWriteHighWater;
   std::error_code close_error;  // what on_closed reports when the close completes
   WriteRequest* writes_head = nullptr;  // queued in libuv, oldest first
