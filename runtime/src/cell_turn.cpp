@@ -40,10 +40,8 @@ void Worker::request_stop(Cell* c, bool graceful) {
 
 void Worker::run_cell(Cell* c) {
   if (c->state == CellState::kFree) return;  // stays parked (scheduled == 1)
-  if (c->move_to != nullptr) {
-    move_out(c);
-    return;
-  }
+  // A move that a socket holds back (tcp_move.cpp) waits; the reactor runs here meanwhile.
+  if (c->move_to != nullptr && move_out(c)) return;
   running_ = c;
   {
     const HandlerClock clock(c);
@@ -67,6 +65,7 @@ void Worker::run_messages(Cell* c) {
     c->arriving = false;
     adopt(c);
     rearm_timers(*this, c);
+    attach_sockets(*this, c);
   }
   if (!c->started) {
     adopt(c);
@@ -193,7 +192,8 @@ void Worker::run_start_hooks(Cell* c) {
   }
 }
 
-void Worker::move_out(Cell* c) {
+bool Worker::move_out(Cell* c) {
+  if (!park_sockets(*this, c)) return false;  // the sockets go first: they may refuse
   Worker* to = c->move_to;
   c->move_to = nullptr;
   park_timers(*this, c);
@@ -201,6 +201,7 @@ void Worker::move_out(Cell* c) {
   c->arriving = true;
   c->worker.store(to, std::memory_order_release);
   to->push_remote(c);  // still scheduled: the new worker runs it next
+  return true;
 }
 
 void Worker::adopt(Cell* c) {

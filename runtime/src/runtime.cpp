@@ -380,11 +380,6 @@ std::filesystem::path Runtime::dump_recording(ActorRef ref, const std::filesyste
 void Runtime::move(ActorRef ref, int worker) {
   Worker& to = impl_->pick_worker(worker);
   impl_->on_reactor_worker(ref, "move", [&to](Cell* c) {
-    if (detail::has_sockets(c)) {
-      throw std::runtime_error(
-          "reheap::Runtime::move: the reactor has open sockets, which belong to its worker's "
-          "loop; close them first");
-    }
     Worker* here = c->worker.load(std::memory_order_relaxed);
     if (here == &to && c->move_to == nullptr) return;
     c->move_to = &to;

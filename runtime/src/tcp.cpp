@@ -17,36 +17,12 @@
 #include "reactor_access.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
+#include "tcp_socket.h"
 #include "worker.h"
 
 namespace reheap::detail {
 
-struct TcpSocket {
-  uv_tcp_t tcp;    // a connection's handle
-  uv_poll_t poll;  // a listener's: it accepts itself (on_listener_ready says why)
-  int listen_fd = -1;
-  Cell* cell;
-  std::uint64_t owner;  // the cell's occupant: a recycled cell ignores late callbacks
-  SocketId id;
-  bool listener = false;
-  bool closing = false;
-  bool notify_close = false;  // deliver on_closed when the close completes
-  bool reading = false;       // uv_read_start is in effect
-  bool ended = false;         // the peer's EOF arrived (on_end)
-  bool above_high_water = false;  // a write reported it: on_drained is owed when the queue empties
-  std::size_t high_water = Reactor::kDefaultWriteHighWater;
-  std::error_code close_error;  // what on_closed reports when the close completes
-};
-
 namespace {
-
-struct WriteRequest {
-  uv_write_t req;
-  TcpSocket* socket;
-  std::size_t size;
-  // the bytes follow
-  char* bytes() noexcept { return reinterpret_cast<char*>(this + 1); }
-};
 
 std::error_code uv_error(int status) noexcept {
   if (status == UV_EOF || status == 0) return {};
@@ -58,21 +34,37 @@ std::error_code uv_error(int status) noexcept {
   throw std::system_error(-status, std::system_category(), what);
 }
 
-Worker& worker_of(uv_handle_t* h) { return *static_cast<Worker*>(h->loop->data); }
-
 bool current_owner(const TcpSocket* s) noexcept {
   return s->cell->id.load(std::memory_order_relaxed) == s->owner;
 }
 
-uv_handle_t* handle_of(TcpSocket* s) noexcept {
-  return s->listener ? reinterpret_cast<uv_handle_t*>(&s->poll) : reinterpret_cast<uv_handle_t*>(&s->tcp);
+// Closes the socket's handle; the reactor can no longer use it. It stays in the cell's map until
+// the close completes (on_handle_closed): its handle is still on this worker's loop, so a move
+// waits for it (tcp_move.cpp), and on_closed, if owed, is delivered on this loop.
+void drop(TcpSocket* s, bool notify_on_close);
+
+void on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) {
+  Worker& w = worker_of(h);
+  buf->base = w.read_buffer();
+  buf->len = Worker::kReadBufferSize;
 }
+
+void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+
+}  // namespace
 
 void on_handle_closed(uv_handle_t* h) {
   auto* s = static_cast<TcpSocket*>(h->data);
   if (s->listen_fd >= 0) ::close(s->listen_fd);
+  if (s->husk) {
+    // The cell moved on with this socket's descriptor and state, or was torn down: it may belong
+    // to another thread by now (another worker, or a restore publishing a new occupant).
+    HeapScope system(nullptr);
+    delete s;
+    return;
+  }
   if (current_owner(s)) {
-    // A socket closed while its writes were still queued stayed in the map until now (tcp_close).
+    // A closing socket stayed in the map until now (drop).
     HeapScope system(nullptr);
     const auto it = s->cell->sockets.find(s->id);
     if (it != s->cell->sockets.end() && it->second == s) s->cell->sockets.erase(it);
@@ -81,20 +73,15 @@ void on_handle_closed(uv_handle_t* h) {
     const SocketId id = s->id;
     worker_of(h).deliver_event(s->cell, Event{.kind = EventKind::kClosed, .socket = id, .error = s->close_error});
   }
+  // A closing handle holds a move back (tcp_move.cpp); this one is gone.
+  if (current_owner(s)) resume_move(worker_of(h), s->cell);
   HeapScope system(nullptr);
   delete s;
 }
 
-// Forgets the socket and closes its handle.
-void drop(TcpSocket* s, bool notify_on_close) {
-  if (s->closing) return;
-  s->closing = true;
-  s->notify_close = notify_on_close;
-  {
-    HeapScope system(nullptr);
-    s->cell->sockets.erase(s->id);
-  }
-  uv_close(handle_of(s), on_handle_closed);
+void resume_move(Worker& w, Cell* c) {
+  if (c->move_to == nullptr || c->state != CellState::kLive) return;
+  if (c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) w.schedule(c);
 }
 
 // The socket failed (a write the kernel refused, or that failed in the queue): close it, and
@@ -105,12 +92,13 @@ void fail(TcpSocket* s, std::error_code error) {
   drop(s, true);
 }
 
-void start_reading(TcpSocket* s);
+namespace {
 
-void on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) {
-  Worker& w = worker_of(h);
-  buf->base = w.read_buffer();
-  buf->len = Worker::kReadBufferSize;
+void drop(TcpSocket* s, bool notify_on_close) {
+  if (s->closing) return;
+  s->closing = true;
+  s->notify_close = notify_on_close;
+  uv_close(handle_of(s), on_handle_closed);
 }
 
 void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
@@ -152,11 +140,6 @@ TcpSocket* new_socket(Worker& w, Cell* c, bool listener) {
   return s;
 }
 
-void start_reading(TcpSocket* s) {
-  if (s->reading || s->ended || s->closing || s->listener) return;
-  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&s->tcp), on_alloc, on_read) == 0) s->reading = true;
-}
-
 // A descriptor kept open to be closed when the process has none left, so that the connections
 // waiting on a listener can be accepted and closed (their clients hear it at once, instead of
 // hanging in the backlog) and the listener does not spin on a readable socket it cannot serve.
@@ -183,6 +166,13 @@ void shed_waiting_connections(int listen_fd) noexcept {
     }
   }
   keep_reserve();
+}
+
+}  // namespace
+
+void start_reading(TcpSocket* s) {
+  if (s->reading || s->ended || s->closing || s->listener) return;
+  if (uv_read_start(reinterpret_cast<uv_stream_t*>(&s->tcp), on_alloc, on_read) == 0) s->reading = true;
 }
 
 // The listener accepts with accept4 itself rather than through uv_listen: libuv 1.44's own
@@ -223,6 +213,8 @@ void on_listener_ready(uv_poll_t* handle, int status, int) {
   w.deliver_event(c, Event{.kind = EventKind::kAcceptError, .socket = lid, .error = uv_error(status)});
 }
 
+namespace {
+
 struct ConnectRequest {
   uv_connect_t req;
   TcpSocket* socket;
@@ -235,6 +227,7 @@ void on_connected(uv_connect_t* req, int status) {
     HeapScope system(nullptr);
     delete cr;
   }
+  s->connecting = false;
   if (s->closing) return;  // closed before it connected (the close reports it)
   Worker& w = worker_of(reinterpret_cast<uv_handle_t*>(&s->tcp));
   Cell* c = s->cell;
@@ -246,6 +239,7 @@ void on_connected(uv_connect_t* req, int status) {
     drop(s, false);
   }
   w.deliver_event(c, Event{.kind = EventKind::kConnect, .socket = id, .error = ec});
+  resume_move(w, c);  // a connecting socket held a move back (tcp_move.cpp)
 }
 
 sockaddr_storage parse_address(const std::string& host, std::uint16_t port) {
@@ -257,16 +251,20 @@ sockaddr_storage parse_address(const std::string& host, std::uint16_t port) {
                           "reheap: not a numeric IPv4/IPv6 address: '" + host + "'");
 }
 
+// The socket the reactor can still use: closing ones are gone for it (drop).
 TcpSocket* find(Cell* c, SocketId id) {
   auto it = c->sockets.find(id);
-  return it == c->sockets.end() ? nullptr : it->second;
+  return it == c->sockets.end() || it->second->closing ? nullptr : it->second;
 }
 
 void on_written(uv_write_t* req, int status) {
   auto* wr = static_cast<WriteRequest*>(req->data);
   TcpSocket* s = wr->socket;  // alive: libuv runs a handle's write callbacks before its close
+  // Requests complete in the order they were queued: this one is the oldest.
+  s->writes_head = wr->next;
+  if (s->writes_head == nullptr) s->writes_tail = nullptr;
   std::free(wr);
-  if (s->closing || status == UV_ECANCELED) return;
+  if (s->husk || s->closing || status == UV_ECANCELED) return;
   if (status < 0) {
     fail(s, uv_error(status));
     return;
@@ -278,6 +276,30 @@ void on_written(uv_write_t* req, int status) {
   worker_of(reinterpret_cast<uv_handle_t*>(&s->tcp))
       .deliver_event(s->cell, Event{.kind = EventKind::kDrained, .socket = id});
 }
+
+}  // namespace
+
+bool submit_write(TcpSocket* s, WriteRequest* wr) {
+  wr->socket = s;
+  wr->next = nullptr;
+  wr->req.data = wr;
+  uv_buf_t buf = uv_buf_init(wr->bytes(), static_cast<unsigned>(wr->size));
+  const int rc = uv_write(&wr->req, reinterpret_cast<uv_stream_t*>(&s->tcp), &buf, 1, on_written);
+  if (rc != 0) {
+    std::free(wr);
+    fail(s, uv_error(rc));
+    return false;
+  }
+  if (s->writes_tail == nullptr) {
+    s->writes_head = wr;
+  } else {
+    s->writes_tail->next = wr;
+  }
+  s->writes_tail = wr;
+  return true;
+}
+
+namespace {
 
 void on_shutdown(uv_shutdown_t* req, int) {
   auto* s = static_cast<TcpSocket*>(req->data);
@@ -335,6 +357,7 @@ SocketId tcp_connect(Worker& w, Cell* c, const std::string& host, std::uint16_t 
   }
   cr->req.data = cr;
   cr->socket = s;
+  s->connecting = true;
   const int rc =
       uv_tcp_connect(&cr->req, &s->tcp, reinterpret_cast<const sockaddr*>(&addr), on_connected);
   if (rc != 0) {
@@ -384,17 +407,9 @@ WriteResult tcp_write(Cell* c, SocketId socket, std::span<const char> data) {
   const std::size_t rest = data.size() - done;
   auto* wr = static_cast<WriteRequest*>(std::malloc(sizeof(WriteRequest) + rest));
   if (wr == nullptr) return {};
-  wr->socket = s;
   wr->size = rest;
   std::memcpy(wr->bytes(), data.data() + done, rest);
-  wr->req.data = wr;
-  uv_buf_t buf = uv_buf_init(wr->bytes(), static_cast<unsigned>(rest));
-  const int rc = uv_write(&wr->req, stream, &buf, 1, on_written);
-  if (rc != 0) {
-    std::free(wr);
-    fail(s, uv_error(rc));
-    return {};
-  }
+  if (!submit_write(s, wr)) return {};
   if (uv_stream_get_write_queue_size(stream) > s->high_water) s->above_high_water = true;
   return {.written = true, .above_high_water = s->above_high_water};
 }
@@ -404,25 +419,29 @@ void tcp_close(Cell* c, SocketId socket) {
   if (s == nullptr || s->closing) return;
   auto* stream = reinterpret_cast<uv_stream_t*>(&s->tcp);
   if (!s->listener && uv_stream_get_write_queue_size(stream) > 0) {
-    // Flush what is queued, then close. The socket stays in the cell's map until its handle is
-    // closed (on_handle_closed): it is still open on this worker's loop and owes the reactor its
-    // on_closed, so the reactor must not move to another loop meanwhile (has_sockets), and a
-    // teardown must find it to close it. Reading stops: the reactor closed the socket, so no
-    // on_data, and the end of the stream must not report a second close.
-    s->closing = true;
-    s->notify_close = true;
-    uv_read_stop(stream);
-    s->reading = false;
-    auto* req = static_cast<uv_shutdown_t*>(std::malloc(sizeof(uv_shutdown_t)));
-    if (req != nullptr) {
-      req->data = s;
-      if (uv_shutdown(req, stream, on_shutdown) == 0) return;
-      std::free(req);
-    }
-    uv_close(reinterpret_cast<uv_handle_t*>(&s->tcp), on_handle_closed);
+    close_after_flush(s);
     return;
   }
   drop(s, true);
+}
+
+void close_after_flush(TcpSocket* s) {
+  // The socket stays in the cell's map until its handle is closed (on_handle_closed): it owes
+  // the reactor its on_closed, a move carries it with its unsent bytes (tcp_move.cpp), and a
+  // teardown must find it to close it. Reading stops: the reactor closed the socket, so no
+  // on_data, and the end of the stream must not report a second close.
+  auto* stream = reinterpret_cast<uv_stream_t*>(&s->tcp);
+  s->closing = true;
+  s->notify_close = true;
+  uv_read_stop(stream);
+  s->reading = false;
+  auto* req = static_cast<uv_shutdown_t*>(std::malloc(sizeof(uv_shutdown_t)));
+  if (req != nullptr) {
+    req->data = s;
+    if (uv_shutdown(req, stream, on_shutdown) == 0) return;
+    std::free(req);
+  }
+  uv_close(reinterpret_cast<uv_handle_t*>(&s->tcp), on_handle_closed);
 }
 
 void tcp_set_no_delay(Cell* c, SocketId socket, bool on) {
@@ -445,18 +464,23 @@ void tcp_set_write_high_water(Cell* c, SocketId socket, std::size_t bytes) {
 }
 
 void close_sockets(Worker&, Cell* c) {
+  HeapScope system(nullptr);
   while (!c->sockets.empty()) {
     TcpSocket* s = c->sockets.begin()->second;
-    if (!s->closing) {
-      drop(s, false);
+    c->sockets.erase(c->sockets.begin());
+    if (s->parked) {
+      // Stopped while moving, before any loop took it: only the descriptor and bytes exist.
+      ::close(s->fd);
+      std::free(s->carried);
+      delete s;
       continue;
     }
-    // Still flushing after tcp_close: forget it and close the handle now, which cancels the
-    // shutdown request and the queued writes.
-    {
-      HeapScope system(nullptr);
-      c->sockets.erase(c->sockets.begin());
-    }
+    // The cell is torn down (or restarts from a snapshot) before the close completes, and may be
+    // reused at once, by a restore with the same reference on another thread too: the socket's
+    // late callbacks touch only itself. Closing the handle cancels a flush's shutdown request
+    // and its queued writes.
+    s->husk = true;
+    s->closing = true;
     s->notify_close = false;
     uv_handle_t* h = handle_of(s);
     if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
@@ -474,27 +498,29 @@ void close_listeners(Worker&, Cell* c) {
 void record_sockets(Cell* c) {
   auto& saved = ReactorAccess::saved_sockets(*c->reactor);
   saved.clear();
-  for (const auto& [id, s] : c->sockets) saved.push_back(id);
+  for (const auto& [id, s] : c->sockets) {
+    if (!s->closing || s->notify_close) saved.push_back(id);  // not if on_closed was heard
+  }
 }
 
 bool has_sockets(const Cell* c) noexcept { return !c->sockets.empty(); }
 
 std::size_t abort_connections(Cell* c, std::error_code error) {
   std::size_t closed = 0;
-  for (auto it = c->sockets.begin(); it != c->sockets.end();) {
-    TcpSocket* s = it->second;
-    ++it;  // fail() erases s from the map
+  for (const auto& [id, s] : c->sockets) {
     if (s->listener) continue;
-    ++closed;
     if (!s->closing) {
-      fail(s, error);
+      fail(s, error);  // the socket stays in the map until its handle has closed
+      ++closed;
       continue;
     }
     // Flushing after tcp_close: its descriptor is still open, and a dump must not hold it. Its
-    // on_closed is owed already; it reports the abort.
-    s->close_error = error;
+    // on_closed is owed already; it reports the abort. (A handle already closing has no descriptor.)
     uv_handle_t* h = handle_of(s);
-    if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
+    if (uv_is_closing(h)) continue;
+    s->close_error = error;
+    uv_close(h, on_handle_closed);
+    ++closed;
   }
   return closed;
 }

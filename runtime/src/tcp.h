@@ -14,6 +14,11 @@
 // the error, even while reading is paused. A failed accept (EMFILE: libuv then accepts and
 // drops the pending connections with its reserve descriptor) is on_accept_error; the listener
 // stays.
+//
+// Moves. A reactor moves with its sockets (tcp_move.cpp): between two of its events the old
+// worker parks them (descriptor, unsent bytes, state) and the new worker re-opens them on its
+// loop before the reactor's next event, under the same ids. No byte is lost, duplicated or
+// reordered in either direction. tcp_socket.h shows the socket as both files see it.
 #pragma once
 
 #include <cstddef>
@@ -44,5 +49,10 @@ bool has_sockets(const Cell* c) noexcept;
 // A process checkpoint's close policy: closes every connection of the cell (listeners stay), each
 // heard as on_closed(`error`) once the loop runs again. Returns how many it closed.
 std::size_t abort_connections(Cell* c, std::error_code error);
+// Moves (tcp_move.cpp). park_sockets runs on the old worker between two events; false means a
+// socket cannot move now (connecting, closing, or no descriptor for a dup) and nothing changed.
+// attach_sockets runs on the new worker before the reactor's next event.
+bool park_sockets(Worker& w, Cell* c);
+void attach_sockets(Worker& w, Cell* c);
 
 }  // namespace reheap::detail

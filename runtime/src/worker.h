@@ -168,7 +168,7 @@ class Worker {
   void teardown(Cell* c);
   void run_commands();
   bool work_queued() const noexcept;
-  void move_out(Cell* c);
+  bool move_out(Cell* c);  // false: held back by a socket (tcp_move.cpp)
 
   static void on_wake(uv_poll_t* handle, int status, int events);
   static void on_idle(uv_idle_t* handle);

@@ -1,6 +1,7 @@
 // A reactor with TCP sockets, recorded under a real runtime and replayed: the socket ids, the
 // listener's port and the results of writes come from the log, the writes' bytes are compared,
-// and the heap matches at every event - with no socket in the replay.
+// and the heap matches at every event - with no socket in the replay; also when the reactor moved
+// between workers with its sockets while recorded.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -127,6 +128,58 @@ TEST(ReplayTcp, SocketIdsPortsAndWritesComeFromTheLogAndTheHeapMatchesAtEveryEve
   EXPECT_EQ(r.listener(), 1u);
   EXPECT_EQ(r.connections(), (std::vector<SocketId>{2}));
   EXPECT_EQ(r.closed(), closed_events);
+}
+
+// A move is not an event of the reactor: one that moves with its sockets between every exchange
+// replays the same events, none lost or repeated.
+TEST(ReplayTcp, AReactorMovedWithItsSocketsReplaysEveryEventOnce) {
+  TempDir dir;
+  ActorRef echo;
+  constexpr int kExchanges = 12;
+  std::string sent;
+  {
+    reheap::RuntimeConfig config;
+    config.workers = 2;
+    reheap::Runtime rt(config);
+    reheap::SpawnOptions options;
+    options.recording = file_recording(dir.path());
+    options.worker = 0;
+    g_echo_port.store(0);
+    echo = rt.spawn<EchoLog>(options);
+    std::uint16_t port = 0;
+    while ((port = g_echo_port.load()) == 0) std::this_thread::sleep_for(100us);
+    rt.move(echo, 1);  // the listener moves too, before the client connects
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    for (int i = 0; i < kExchanges; ++i) {
+      const std::string text = "m" + std::to_string(i);
+      EXPECT_EQ(exchange(fd, text), "echo:" + text);
+      sent += text;
+      rt.move(echo, i % 2);
+    }
+    EXPECT_EQ(exchange(fd, "bye"), "echo:bye");
+    sent += "bye";
+    char rest = 0;
+    EXPECT_EQ(::recv(fd, &rest, 1, 0), 0);  // the reactor closed it
+    ::close(fd);
+    EXPECT_TRUE(rt.wait_idle());
+  }
+  g_echo_port.store(0);
+
+  Replay replay = Replay::open(recording_of(dir.path(), echo));
+  ASSERT_TRUE(replay.compares_state());
+  int data_events = 0;
+  for (const reheap::testing::RecordedEvent& e : replay.events()) data_events += e.kind == reheap::EventKind::kData;
+  EXPECT_EQ(data_events, kExchanges + 1);
+  EXPECT_EQ(replay.run(), replay.recorded_events());
+  const EchoLog& r = replay.reactor<EchoLog>();
+  EXPECT_EQ(r.received(), sent);
+  EXPECT_EQ(r.connections(), (std::vector<SocketId>{2}));
 }
 
 }  // namespace

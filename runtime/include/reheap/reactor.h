@@ -37,7 +37,8 @@
 // peer's end of input is on_end (the socket still writes); a reset or a failed write is
 // on_closed with the error, exactly once. Sockets are process resources: a snapshot does not
 // hold them; after a restore the reactor gets on_closed(id, connection_aborted) for each socket it
-// had, and a reactor with open sockets cannot move to another worker (Runtime::move refuses).
+// had. A reactor moves to another worker with its sockets (Runtime::move): the same ids, and no
+// byte lost or reordered.
 //
 // Persistent state rule: the reactor's heap must not hold pointers to anything outside it other
 // than the program's own code and static data (vtables, functions, string literals), or the

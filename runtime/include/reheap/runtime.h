@@ -182,8 +182,11 @@ class Runtime {
   // recorded or its recording stopped after an error.
   std::filesystem::path dump_recording(ActorRef ref, const std::filesystem::path& directory);
 
-  // Moves the reactor to another worker between two of its events; its mailbox, timers and
-  // reference come along. Blocking. Throws std::runtime_error if it has open sockets.
+  // Moves the reactor to another worker between two of its events; its mailbox, timers,
+  // sockets (listeners and connections, with the same ids, bytes queued for sending, paused or
+  // half-closed state and owed on_drained) and reference come along; no byte is lost or
+  // reordered. Blocking: returns once the move is requested; the reactor moves at its next turn,
+  // or, while one of its sockets is still connecting or closing, at its first turn after that.
   void move(ActorRef ref, int worker);
 
   // Checkpoints the whole process with an engine (CRIU by default), coordinated with the
