@@ -1,5 +1,6 @@
 // A cell's turn on its worker: its start hooks, a batch of its messages, a move, its teardown,
 // and supervision after each event (see worker.h for where a turn sits in the loop).
+#include <chrono>
 #include <system_error>
 
 #include "reactor_scope.h"
@@ -54,6 +55,11 @@ void Worker::run_cell(Cell* c) {
     teardown(c);  // parks the cell
     return;
   }
+  if (c->placement.due()) [[unlikely]] evaluate_placement(*this, c);
+  if (c->move_to != nullptr) {  // asked for by the placement policy just now
+    move_out(c);
+    return;
+  }
   // Unschedule, then look again: a sender that pushed before our store saw scheduled == 1 and
   // left the cell to us.
   c->scheduled.store(0, std::memory_order_seq_cst);
@@ -106,6 +112,7 @@ void Worker::run_messages(Cell* c) {
       c->stats.messages_in++;
       const Message m(*e);
       c->current_sender = e->sender;
+      c->placement.observe(e->sender);
       Event event;
       event.kind = EventKind::kMessage;
       event.message = &m;
@@ -144,6 +151,8 @@ void Worker::run_start_hooks(Cell* c) {
 void Worker::move_out(Cell* c) {
   Worker* to = c->move_to;
   c->move_to = nullptr;
+  c->placement.note_move(std::chrono::steady_clock::now());
+  c->stats.moves++;
   park_timers(*this, c);
   disown(c);
   c->arriving = true;
@@ -157,6 +166,7 @@ void Worker::adopt(Cell* c) {
   c->worker_position = cells_.size();
   HeapScope system(nullptr);
   cells_.push_back(c);
+  population.store(static_cast<std::uint32_t>(cells_.size()), std::memory_order_relaxed);
 }
 
 void Worker::disown(Cell* c) {
@@ -165,6 +175,7 @@ void Worker::disown(Cell* c) {
     cells_[i] = cells_.back();
     cells_[i]->worker_position = i;
     cells_.pop_back();
+    population.store(static_cast<std::uint32_t>(cells_.size()), std::memory_order_relaxed);
   }
 }
 

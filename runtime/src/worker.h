@@ -129,6 +129,8 @@ class Worker {
     consumed.store(consumed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
   std::atomic<std::uint64_t> wakeups{0};
+  // The reactors living here (cells().size()), read by other workers' placement (placement.h).
+  std::atomic<std::uint32_t> population{0};
 
   // Cell runs per turn, in passes, before the loop polls I/O again (see turn()).
   static constexpr std::uint32_t kLocalRuns = 256;
