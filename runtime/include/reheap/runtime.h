@@ -115,7 +115,7 @@ struct RuntimeStats {
 };
 
 struct ReactorRestoreOptions {
-  int worker = kAnyWorker;
+  int worker = kAnyWorker;  // pinned to this worker, or placed like a spawn (spawn_options.h)
   SpawnOptions spawn;  // mailbox, policy, supervisor, name of the restored reactor
   LayoutCheck layout = LayoutCheck::kRelocate;
 };
