@@ -10,7 +10,9 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+// A named namespace: message type ids and handler tables go by the types' names, which must not
+// repeat those of other test files (mailbox_test.cpp has its own Item and Sink).
+namespace reheap::placement_test {
 namespace {
 
 using rttest::Probe;
@@ -306,4 +308,4 @@ TEST(Placement, FanOutToManySinksMovesNothing) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::placement_test

@@ -8,7 +8,7 @@
 #include "reheap/testing/replay.h"
 #include "replay_support.h"
 
-namespace replay_test {
+namespace replay_test::placement {
 namespace {
 
 using reheap::testing::Replay;
@@ -76,4 +76,4 @@ TEST(ReplayPlacement, ARecordedReactorMovedByThePlacementPolicyReplaysToTheSameO
 }
 
 }  // namespace
-}  // namespace replay_test
+}  // namespace replay_test::placement
