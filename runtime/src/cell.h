@@ -30,6 +30,7 @@
 #include "cell_snapshots.h"
 #include "cell_supervision.h"
 #include "mailbox.h"
+#include "placement.h"
 #include "recorder.h"
 #include "reheap/heap.h"
 #include "reheap/reactor.h"
@@ -87,6 +88,7 @@ struct Cell {
   CellSnapshots snap;          // its snapshot chain and restart checkpoint
   CellSupervision supervision;  // what failed, and its restarts
   std::unique_ptr<Recorder> recorder;  // its recording, if it is recorded (recorder.h)
+  CellPlacement placement;  // the locality policy's counters (placement.h)
 
   ActorRef ref() const noexcept { return ActorRef(id.load(std::memory_order_relaxed)); }
 };

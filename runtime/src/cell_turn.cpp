@@ -1,5 +1,6 @@
 // A cell's turn on its worker: its start hooks, a batch of its messages, a move, its teardown,
 // and supervision after each event (see worker.h for where a turn sits in the loop).
+#include <chrono>
 #include <system_error>
 
 #include "reactor_scope.h"
@@ -50,6 +51,11 @@ void Worker::run_cell(Cell* c) {
   running_ = nullptr;
   if (c->state == CellState::kStopping) {
     teardown(c);  // parks the cell
+    return;
+  }
+  if (c->placement.due()) [[unlikely]] evaluate_placement(*this, c);
+  if (c->move_to != nullptr) {  // asked for by the placement policy just now
+    move_out(c);
     return;
   }
   // Unschedule, then look again: a sender that pushed before our store saw scheduled == 1 and
@@ -124,6 +130,7 @@ void Worker::run_messages(Cell* c) {
       c->stats.messages_in++;
       const Message m(*e);
       c->current_sender = e->sender;
+      c->placement.observe(e->sender);
       Event event;
       event.kind = EventKind::kMessage;
       event.message = &m;
@@ -196,6 +203,8 @@ bool Worker::move_out(Cell* c) {
   if (!park_sockets(*this, c)) return false;  // the sockets go first: they may refuse
   Worker* to = c->move_to;
   c->move_to = nullptr;
+  c->placement.note_move(std::chrono::steady_clock::now());
+  c->stats.moves++;
   park_timers(*this, c);
   disown(c);
   c->arriving = true;
@@ -210,6 +219,7 @@ void Worker::adopt(Cell* c) {
   c->worker_position = cells_.size();
   HeapScope system(nullptr);
   cells_.push_back(c);
+  population.store(static_cast<std::uint32_t>(cells_.size()), std::memory_order_relaxed);
 }
 
 void Worker::disown(Cell* c) {
@@ -218,6 +228,7 @@ void Worker::disown(Cell* c) {
     cells_[i] = cells_.back();
     cells_[i]->worker_position = i;
     cells_.pop_back();
+    population.store(static_cast<std::uint32_t>(cells_.size()), std::memory_order_relaxed);
   }
 }
 

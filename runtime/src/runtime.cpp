@@ -260,6 +260,8 @@ ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
   c->move_to = nullptr;
   c->arriving = false;
   c->stats = ReactorStats{};
+  // An explicit worker pins the reactor there (spawn_options.h).
+  c->placement.reset(options.worker != kAnyWorker);
   c->mailbox.reset_high_water();
   c->capacity.store(options.mailbox.capacity, std::memory_order_relaxed);
   c->reject_when_full.store(options.mailbox.overflow == OverflowPolicy::kReject,
@@ -380,6 +382,7 @@ std::filesystem::path Runtime::dump_recording(ActorRef ref, const std::filesyste
 void Runtime::move(ActorRef ref, int worker) {
   Worker& to = impl_->pick_worker(worker);
   impl_->on_reactor_worker(ref, "move", [&to](Cell* c) {
+    c->placement.pin();  // the user chose its worker: the placement policy leaves it there
     Worker* here = c->worker.load(std::memory_order_relaxed);
     if (here == &to && c->move_to == nullptr) return;
     c->move_to = &to;
@@ -413,6 +416,7 @@ RuntimeStats Runtime::stats() const noexcept {
   s.failures = impl_->failures.load(std::memory_order_relaxed);
   s.recording_errors = impl_->recording_errors.load(std::memory_order_relaxed);
   s.accept_errors = impl_->accept_errors.load(std::memory_order_relaxed);
+  s.placement_moves = impl_->placement_moves.load(std::memory_order_relaxed);
   for (const auto& w : impl_->workers) s.wakeups += w->wakeups.load(std::memory_order_relaxed);
   return s;
 }

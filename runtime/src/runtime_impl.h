@@ -46,6 +46,7 @@ class RuntimeImpl {
   std::atomic<std::uint64_t> failures{0};
   std::atomic<std::uint64_t> recording_errors{0};  // RuntimeStats::recording_errors
   std::atomic<std::uint64_t> accept_errors{0};     // RuntimeStats::accept_errors
+  std::atomic<std::uint64_t> placement_moves{0};   // RuntimeStats::placement_moves
   std::atomic<std::uint32_t> next_worker{0};
   bool shut_down = false;
 

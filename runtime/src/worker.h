@@ -9,8 +9,9 @@
 //   poll        socket events (tcp.cpp) and the wake-up eventfd
 //   check       the turn proper: run posted commands, move the run queue to the ready list, run
 //               every ready cell once (a batch of messages each)
-// Cells made ready during a turn run in the next one, after the loop has polled I/O once more,
-// so a reactor sending itself messages cannot starve sockets and timers.
+// Cells made ready during a turn run in further passes of the same turn until kLocalRuns cells
+// have run; the rest wait for the next turn, after the loop has polled I/O once more, so a
+// reactor sending itself messages cannot starve sockets and timers.
 //
 // Wake-ups: other threads push onto `run_queue_` / `commands_` (lock-free stacks) and write the
 // eventfd only if the worker published `sleeping`. The worker stores `sleeping` = true and then
@@ -141,6 +142,11 @@ class Worker {
     consumed.store(consumed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
   std::atomic<std::uint64_t> wakeups{0};
+  // The reactors living here (cells().size()), read by other workers' placement (placement.h).
+  std::atomic<std::uint32_t> population{0};
+
+  // Cell runs per turn, in passes, before the loop polls I/O again (see turn()).
+  static constexpr std::uint32_t kLocalRuns = 256;
 
   char* read_buffer() noexcept { return read_buffer_; }
   static constexpr std::size_t kReadBufferSize = 64 * 1024;

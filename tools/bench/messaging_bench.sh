@@ -8,6 +8,11 @@
 # that does not exist is skipped. See
 # "Messaging benchmarks" in tools/bench/README.md for what each test does.
 #
+# reheap's plain pingpong spawns its pair as a user would (no worker given: round robin starts the
+# two on different workers, and the runtime's placement policy may bring them together); the
+# pingpong-pinned row pins them to workers 0 and 1, as every reheap pingpong did before the policy.
+# Last, each runtime is left idle for 3 s (--idle-cpu) and its CPU use is reported.
+#
 # With --record MODES, reheap's oneway, fanin and pingpong also run with every reactor recorded
 # (messaging_bench_reheap --record file|ring), alternating with unrecorded runs in the same
 # repetitions, and a second table gives the recorded/unrecorded ratios and the log's bytes per
@@ -155,7 +160,7 @@ for impl in "${available[@]}"; do
   [[ $impl == caf ]] && have_caf=1
   [[ $impl == reheap ]] && have_reheap=1
 done
-[[ $have_reheap -eq 1 ]] && rows+=(pingpong-spin pingpong-spin-pin)
+[[ $have_reheap -eq 1 ]] && rows+=(pingpong-pinned pingpong-spin pingpong-spin-pin)
 [[ $have_caf -eq 1 ]] && rows+=(pingpong-detached)
 if [[ $record_only -eq 1 ]]; then
   rows=()
@@ -169,6 +174,8 @@ echo "running: ${available[*]}; $reps repetitions each; $(if [[ $quick -eq 1 ]];
 for row in "${rows[@]}"; do
   if [[ $row == pingpong-detached ]]; then
     test=pingpong; row_impls=(caf); extra=(--detached)
+  elif [[ $row == pingpong-pinned ]]; then
+    test=pingpong; row_impls=(reheap); extra=(--pinned)
   elif [[ $row == pingpong-spin ]]; then
     test=pingpong; row_impls=(reheap); extra=(--spin "$spin_us")
   elif [[ $row == pingpong-spin-pin ]]; then
@@ -184,6 +191,30 @@ for row in "${rows[@]}"; do
     done
   done
 done
+
+# Idle CPU: each runtime built as the tests build it, then left alone for idle_ms; the share of
+# one core the whole process used meanwhile (messaging_bench.h, --idle-cpu). rawuv has no runtime.
+idle_ms=3000
+idle="$tmp/idle"  # lines: label cpu_pct
+: >"$idle"
+idle_runs=()
+[[ $have_reheap -eq 1 ]] && idle_runs+=("reheap|reheap" "reheap --spin $spin_us|reheap --spin $spin_us")
+[[ $have_caf -eq 1 ]] && idle_runs+=("CAF|caf")
+if [[ $record_only -eq 0 && ${#idle_runs[@]} -gt 0 ]]; then
+  echo "  idle CPU (${idle_ms} ms each) ..." >&2
+  count=${#idle_runs[@]}
+  for (( rep = 0; rep < reps; rep++ )); do
+    for (( k = 0; k < count; k++ )); do
+      entry=${idle_runs[$(( (k + rep) % count ))]}
+      label=${entry%%|*}
+      read -r -a command <<<"${entry#*|}"
+      out=$(timeout 60 "$bin_dir/messaging_bench_${command[0]}" --idle-cpu "$idle_ms" "${command[@]:1}" 2>&1) || true
+      pct=$(sed -n 's/^IDLE .* cpu_pct=\([0-9.]*\).*/\1/p' <<<"$out")
+      [[ -n $raw ]] && { grep '^IDLE ' <<<"$out" || true; } >>"$raw"
+      [[ -n $pct ]] && echo "$label|$pct" >>"$idle"
+    done
+  done
+fi
 
 # The recording rows: for each test, one repetition runs reheap unrecorded and once per mode
 # recorded, in an order rotated per repetition; the rows are rec-<test>-off, rec-<test>-<mode>.
@@ -280,6 +311,12 @@ if [[ ${#rows[@]} -gt 0 ]]; then
       s_raw=$(stats pingpong rawuv)
       label="pingpong, reheap --spin $spin_us"
       [[ $row == pingpong-spin-pin ]] && label+=" --pin"
+    elif [[ $row == pingpong-pinned ]]; then
+      # reheap's pair pinned apart, compared with the plain pingpong of the others.
+      s_reheap=$(stats "$row" reheap)
+      s_caf=$(stats pingpong caf)
+      s_raw=$(stats pingpong rawuv)
+      label="pingpong, reheap --pinned (apart)"
     else
       s_reheap=$(stats "$row" reheap)
       s_caf=$(stats "$row" caf)
@@ -297,10 +334,28 @@ if [[ ${#rows[@]} -gt 0 ]]; then
   if [[ $have_reheap -eq 1 ]]; then
     echo "The \"reheap --spin $spin_us\" rows: reheap's workers poll for work $spin_us µs before sleeping (--pin: each"
     echo "pinned to a CPU of its own); their ratios use the others' pingpong row, whose cells they repeat."
+    echo "The \"reheap --pinned\" row pins the pair to workers 0 and 1 (every hand-over crosses threads); the plain"
+    echo "pingpong row lets reheap's placement policy bring the pair onto one worker (see its NOTEs)."
   fi
   if [[ $have_caf -eq 1 ]]; then
     echo "The \"CAF --detached\" row gives each CAF actor its own thread; its ratio uses reheap's pingpong."
   fi
+fi
+
+if [[ -s $idle ]]; then
+  echo
+  echo "Idle CPU (${idle_ms} ms, nothing sent; % of one core used by the whole process; median (min..max)):"
+  echo
+  echo "| runtime | idle CPU % |"
+  echo "|---|---:|"
+  awk -F'|' '{ v[$1] = v[$1] " " $2; if (!($1 in seen)) { seen[$1] = 1; order[n++] = $1 } }
+    END {
+      for (k = 0; k < n; k++) {
+        m = split(v[order[k]], a, " ")
+        for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+        printf "| %s | %.2f (%.2f..%.2f) |\n", order[k], a[int((m + 1) / 2)], a[1], a[m]
+      }
+    }' "$idle"
 fi
 
 if [[ -s $notes ]]; then

@@ -22,6 +22,7 @@ struct ReactorStats {
   std::uint64_t handler_ns = 0;       // time spent in its handlers
   std::uint64_t max_handler_ns = 0;   // the longest run of consecutive handler calls
   std::uint32_t restarts = 0;
+  std::uint32_t moves = 0;            // to another worker: Runtime::move or the placement policy
   std::uint32_t recording_errors = 0;  // its recording stopped after an error (recording.h)
 };
 

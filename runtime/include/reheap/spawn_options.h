@@ -1,5 +1,11 @@
 // How a reactor is started: its mailbox bound, its supervision policy, where it runs.
 //
+// Where: `worker` = kAnyWorker (the default) starts the reactor on the next worker round robin,
+// and lets the runtime's placement policy (RuntimeConfig::placement, runtime.h) move it next to a
+// reactor it mostly talks with. An explicit `worker` pins it: it runs there until it stops or
+// Runtime::move moves it (which pins it to its new worker). Pin reactors that must stay apart
+// (say, two that each need a core of their own) or that must share a worker with a listener.
+//
 // Mailboxes: unbounded by default. A bounded mailbox (capacity > 0) applies its overflow policy
 // when a send finds it full:
 //   kReject      the send fails with SendResult::kMailboxFull; the receiver never sees it. The
@@ -57,7 +63,7 @@ inline constexpr int kAnyWorker = -1;
 
 struct SpawnOptions {
   std::string name;                  // for reports and statistics
-  int worker = kAnyWorker;           // worker thread index, or round robin
+  int worker = kAnyWorker;           // pinned to this worker, or kAnyWorker: placed (see above)
   MailboxConfig mailbox;
   SupervisionPolicy policy = SupervisionPolicy::kStop;
   int max_restarts = 5;

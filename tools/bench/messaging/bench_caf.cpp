@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "caf/all.hpp"
@@ -243,10 +244,20 @@ double run_spawn(caf::actor_system& system, std::uint64_t n) {
 
 int main(int argc, char** argv) {
   const bool detached = msgbench::take_flag(argc, argv, "--detached");
+  const char* idle_text = msgbench::take_value(argc, argv, "--idle-cpu");
+  const std::uint64_t idle_ms = idle_text != nullptr ? std::strtoull(idle_text, nullptr, 10) : 0;
+  if (idle_text != nullptr && idle_ms == 0) {
+    std::fprintf(stderr, "messaging_bench_caf: --idle-cpu wants milliseconds, not '%s'\n", idle_text);
+    return 2;
+  }
+  // --idle-cpu MS stands for the test (messaging_bench.h).
+  const char* idle_argv[] = {argv[0], "pingpong", nullptr};
   const msgbench::Options options = msgbench::parse_options(
-      argc, argv, "caf",
+      idle_text != nullptr ? 2 : argc, idle_text != nullptr ? const_cast<char**>(idle_argv) : argv,
+      "caf",
       "caf options:\n"
-      "  --detached  pingpong, oneway: spawn the actors with caf::detached (a thread each)\n");
+      "  --detached  pingpong, oneway: spawn the actors with caf::detached (a thread each)\n"
+      "  --idle-cpu MS  measure the CPU an idle actor system uses over MS ms (no test)\n");
   if (detached && options.test != msgbench::Test::pingpong &&
       options.test != msgbench::Test::oneway) {
     std::fprintf(stderr, "messaging_bench_caf: --detached applies to pingpong and oneway only\n");
@@ -259,6 +270,7 @@ int main(int argc, char** argv) {
   if (system.scheduler().num_workers() != 2) {
     msgbench::fail("the scheduler has %zu workers, not 2", system.scheduler().num_workers());
   }
+  if (idle_text != nullptr) return msgbench::print_idle_cpu("caf", idle_ms);
 
   return msgbench::run(options, "caf", [&](msgbench::Test test, std::uint64_t n) {
     using cafbench::run_pingpong;

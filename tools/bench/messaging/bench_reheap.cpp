@@ -7,7 +7,7 @@
 // the whole process (warm-up and repetitions), like CAF's one actor_system.
 //
 // Configuration: RuntimeConfig{.workers = 2} (two cores); everything else at the runtime's
-// defaults (batch 256, no spinning). `--spin US` sets RuntimeConfig::spin: an idle worker polls
+// defaults (batch 256, no spinning, placement kLocality). `--spin US` sets RuntimeConfig::spin: an idle worker polls
 // its run queue for US microseconds before it sleeps in epoll. Runs with it print
 // `test=<test>-spin` so that they never mix with the default ones. `--batch N` (messages per
 // reactor turn) and `--pin` (RuntimeConfig::pin_workers: worker i on the i-th allowed CPU) are there to explore; they add -batch / -pin.
@@ -23,13 +23,19 @@
 // alone, over n) and anchor_kib (the base-*.snap anchors), and the files are deleted before the
 // next repetition. The warm-up is recorded too.
 //
-// Where reactors run is ours to say (SpawnOptions::worker), unlike in CAF: the pair of pingpong
-// and oneway is put on workers 0 and 1, so every hand-over crosses threads; fanin spreads its
-// senders over both workers. NOTE lines give the runtime's wake-ups (eventfd writes to a sleeping
+// Where reactors run: the default pingpong spawns its pair as a user would, with no worker
+// (kAnyWorker): round robin starts them on different workers (checked), and the runtime's
+// placement policy may bring them together (runtime.h, "Placement"); NOTEs say whether they
+// ended on one worker and how many moves the policy made. `--pinned` (test=pingpong-pinned), and
+// the `--spin` variants, pin them to workers 0 and 1 instead (SpawnOptions::worker), so that
+// every hand-over crosses threads, as every pingpong did before the policy. oneway pins its pair
+// to workers 0 and 1 and fanin pins its senders alternately to both, so that they measure
+// cross-thread hand-overs, not placement. `--idle-cpu MS` measures an idle runtime's CPU
+// (messaging_bench.h). NOTE lines give the runtime's wake-ups (eventfd writes to a sleeping
 // worker) per unit of work, and for oneway/fanin the longest the receiver's mailbox got.
 //
 // The tests (what "n" counts is in messaging_bench.h), each checked like the CAF and raw ones:
-//   pingpong  Pinger (worker 0) sends Ping{v} to Ponger (worker 1), which answers Pong{v} to the
+//   pingpong  Pinger (worker 0 at first) sends Ping{v} to Ponger (worker 1 at first), which answers Pong{v} to the
 //             message's sender; Pinger checks v and sends v + 1, n times. Clock: in Pinger, from
 //             its first send (on_start) to the n-th reply.
 //   oneway    a Source (worker 0) sends Item{0, seq} for seq = 1..n from its on_start, in one go,
@@ -217,13 +223,17 @@ struct Pong {
 struct PingPongResult {
   std::uint64_t n = 0;
   std::uint64_t replies = 0;
+  std::atomic<int> ponger_started_on{-1};  // the workers of the two on_start hooks
+  std::atomic<int> pinger_started_on{-1};
+  std::atomic<int> pinger_ended_on{-1};
   Clock::time_point start, end;
   Finish finish;
 };
 
 class Ponger final : public Reactor {
  public:
-  Ponger() { handle<&Ponger::on_ping>(); }
+  explicit Ponger(PingPongResult* result) : result_(result) { handle<&Ponger::on_ping>(); }
+  void on_start() override { result_->ponger_started_on.store(worker()); }
 
   // Typed handlers do not see the message's sender, so remember it on the way through.
   void on_message(const reheap::Message& message) override {
@@ -234,6 +244,7 @@ class Ponger final : public Reactor {
  private:
   void on_ping(const Ping& ping) { check_sent(send(sender_, Pong{ping.value}), "pong"); }
 
+  PingPongResult* result_;
   ActorRef sender_;
 };
 
@@ -244,6 +255,7 @@ class Pinger final : public Reactor {
   }
 
   void on_start() override {
+    result_->pinger_started_on.store(worker());
     result_->start = Clock::now();
     check_sent(send(peer_, Ping{1}), "ping");
   }
@@ -256,6 +268,7 @@ class Pinger final : public Reactor {
     if (++replies_ == result_->n) {
       result_->end = Clock::now();
       result_->replies = replies_;
+      result_->pinger_ended_on.store(worker());
       stop();
       result_->finish.signal();
       return;
@@ -268,15 +281,24 @@ class Pinger final : public Reactor {
   std::uint64_t replies_ = 0;
 };
 
-double run_pingpong(Runtime& rt, std::uint64_t n) {
+// `pinned`: on workers 1 and 0 (SpawnOptions::worker); else placed by the runtime.
+double run_pingpong(Runtime& rt, std::uint64_t n, bool pinned) {
   PingPongResult result;
   result.n = n;
   const std::uint64_t wakeups = rt.stats().wakeups;
-  const ActorRef pong = rt.spawn<Ponger>(on_worker(1));
-  const ActorRef ping = rt.spawn<Pinger>(on_worker(0), pong, &result);
+  const std::uint64_t moves = rt.stats().placement_moves;
+  const ActorRef pong = rt.spawn<Ponger>(on_worker(pinned ? 1 : reheap::kAnyWorker), &result);
+  const ActorRef ping =
+      rt.spawn<Pinger>(on_worker(pinned ? 0 : reheap::kAnyWorker), pong, &result);
   result.finish.wait();
   if (result.replies != n) fail("pingpong: %llu round trips of %llu", ull(result.replies), ull(n));
+  if (result.pinger_started_on.load() == result.ponger_started_on.load()) {
+    fail("pingpong: the pair started on one worker (%d): the test is of a pair started apart",
+         result.pinger_started_on.load());
+  }
   note_wakeups(rt, wakeups, n);
+  msgbench::note("placement_moves", static_cast<double>(rt.stats().placement_moves - moves));
+  msgbench::note("together_at_end", result.pinger_ended_on.load() == rt.stats(pong).worker ? 1.0 : 0.0);
   rt.stop(pong);
   wait_stopped(rt, ping, "the pinger");
   wait_stopped(rt, pong, "the ponger");
@@ -464,6 +486,13 @@ int main(int argc, char** argv) {
   const char* spin_text = msgbench::take_value(argc, argv, "--spin");
   const char* batch_text = msgbench::take_value(argc, argv, "--batch");
   const bool pin = msgbench::take_flag(argc, argv, "--pin");
+  const bool pinned = msgbench::take_flag(argc, argv, "--pinned");
+  const char* idle_text = msgbench::take_value(argc, argv, "--idle-cpu");
+  const char* idle_argv[] = {argv[0], "pingpong", nullptr};  // --idle-cpu stands for the test
+  if (idle_text != nullptr) {
+    argc = 2;
+    argv = const_cast<char**>(idle_argv);
+  }
   const char* record_text = msgbench::take_value(argc, argv, "--record");
   const char* record_dir_text = msgbench::take_value(argc, argv, "--record-dir");
   const msgbench::Options options = msgbench::parse_options(
@@ -475,6 +504,10 @@ int main(int argc, char** argv) {
       "  --batch N   messages a reactor handles per turn (RuntimeConfig::batch; default: the\n"
       "              runtime's)\n"
       "  --pin       pin worker i to the i-th allowed CPU (default: unpinned, like CAF)\n"
+      "  --pinned    pingpong: pin the pair to workers 0 and 1 (SpawnOptions::worker) instead of\n"
+      "              letting the runtime place it (implied by --spin)\n"
+      "  --idle-cpu MS\n"
+      "              no test: measure the CPU the idle runtime uses over MS ms (IDLE line)\n"
       "  --record off|file|ring\n"
       "              record every reactor (RuntimeConfig::recording, outputs as digests):\n"
       "              file: logs in a temporary directory, removed at exit, and NOTEs of the\n"
@@ -523,17 +556,23 @@ int main(int argc, char** argv) {
   if (spin_us > 0) variant += "-spin";
   if (batch_text != nullptr) variant += "-batch";
   if (pin) variant += "-pin";
+  if (pinned && spin_us == 0) variant += "-pinned";
   if (record == reheap::RecordingMode::kFile) variant += "-record-file";
   if (record == reheap::RecordingMode::kRing) variant += "-record-ring";
   if (!variant.empty()) msgbench::set_variant(variant.c_str() + 1);
   reheap::Runtime rt(std::move(config));
   if (rt.workers() != 2) msgbench::fail("the runtime has %d workers, not 2", rt.workers());
+  if (idle_text != nullptr) {
+    const long idle_ms = reheapbench::parse_knob("--idle-cpu", idle_text, 1, 600'000);
+    return msgbench::print_idle_cpu("reheap", static_cast<std::uint64_t>(idle_ms));
+  }
 
   return msgbench::run(options, "reheap", [&](msgbench::Test test, std::uint64_t n) {
     using namespace reheapbench;
     switch (test) {
       case msgbench::Test::pingpong:
-        return msgbench::Seconds(run_pingpong(rt, n));
+        // The spin variants keep the pair apart: crossing threads fast is what they measure.
+        return msgbench::Seconds(run_pingpong(rt, n, pinned || spin_us > 0));
       case msgbench::Test::oneway:
         return msgbench::Seconds(run_stream(rt, n, 1));
       case msgbench::Test::fanin:

@@ -1,11 +1,15 @@
 #include "messaging_bench.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace msgbench {
@@ -183,6 +187,32 @@ void print_result(const char* impl, Test test, std::uint64_t n, Seconds seconds)
   }
   g_notes.clear();
   std::fflush(stdout);
+}
+
+namespace {
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+}  // namespace
+
+int print_idle_cpu(const char* impl, std::uint64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // threads started and asleep
+  const double before = cpu_seconds();
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  const double wall = seconds_between(start, Clock::now());
+  const double used = cpu_seconds() - before;
+  const char* dash = g_variant != nullptr ? "-" : "";
+  const char* variant = g_variant != nullptr ? g_variant : "";
+  std::printf("IDLE impl=%s%s%s ms=%llu cpu_pct=%.2f\n", impl, dash, variant,
+              static_cast<unsigned long long>(ms), 100.0 * used / wall);
+  std::fflush(stdout);
+  return 0;
 }
 
 void note(const char* key, double value) { g_notes.push_back(Note{key, value}); }

@@ -24,6 +24,15 @@
 //   fanin     messages in total from `--senders` senders (default 100) to one receiver
 //             (default 10,000,000, that is 100 x 100,000)
 //
+// Idle CPU: `<bin> --idle-cpu MS` (reheap and CAF) builds the runtime as the tests do, lets it
+// settle for 200 ms, then measures the CPU time of the whole process (getrusage, every thread)
+// over MS milliseconds in which nothing is sent and main sleeps, and prints one line
+//
+//   IDLE impl=<impl> ms=<MS> cpu_pct=<CPU time over MS, in % of one core>
+//
+// (a variant adds -<variant> to impl, like test= above). It answers "does an idle runtime burn a
+// core polling", which users of polling schedulers complain of.
+//
 // Before the timed repetitions, the test runs once untimed with n/10 (at least 1,000) so that
 // threads, allocator arenas and page mappings exist and are warm in every implementation alike;
 // `--no-warmup` skips it.
@@ -81,6 +90,9 @@ void print_result(const char* impl, Test test, std::uint64_t n, Seconds seconds)
 // after its RESULT line; the warm-up's notes are dropped.
 void note(const char* key, double value);
 void drop_notes() noexcept;
+
+// Measures and prints the IDLE line (see above) for an already built runtime. Returns 0.
+int print_idle_cpu(const char* impl, std::uint64_t ms);
 
 // Aborts the process with a message naming the implementation and what went wrong. Every
 // implementation calls it when a received count, sum or order is not what was sent.
