@@ -111,11 +111,13 @@ void ZoneImpl::reserve_locked() {
   fifo_ = static_cast<QuarantinedRun*>(os::map_table(chunks_ * sizeof(QuarantinedRun)));
   released_ = static_cast<std::uint32_t*>(os::map_table(chunks_ * sizeof(std::uint32_t)));
   restored_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  cached_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  retained_pages_ = static_cast<std::uint32_t*>(os::map_table(class_chunks_ * sizeof(std::uint32_t)));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
       generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
-      restored_ == nullptr) {
+      restored_ == nullptr || cached_ == nullptr || retained_pages_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -271,12 +273,24 @@ bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
   if (!reserved() || count == 0 || first + count > chunks_ || first + count < first) return false;
   const int h = first < class_chunks_ ? 0 : 1;
   if (h == 0 && first + count > class_chunks_) return false;
-  // A snapshot needs exactly its own chunks: one that waits in quarantine gives way to it.
+  // A snapshot needs exactly its own chunks: one that waits in quarantine, or in a thread's heap
+  // cache, gives way to it.
   for (std::size_t k = first; k < first + count; ++k) {
-    if (test(used_, k) && !test(quarantined_, k)) return false;
+    if (test(used_, k) && !test(quarantined_, k) && !test(cached_, k)) return false;
   }
   if (!make_accessible_locked(h, first + count, mprotect_calls)) return false;
   for (std::size_t k = first; k < first + count; ++k) {
+    if (test(cached_, k)) {
+      // The cached heap's pages are still committed: the snapshot's chunks must read as zero
+      // wherever the snapshot does not write them. The thread holding the chunk finds it gone.
+      const std::uintptr_t chunk = chunk_address(static_cast<std::uint32_t>(k));
+      if (os::discard(chunk, kChunkSize) != 0) {
+        fatal("madvise(MADV_DONTNEED) of the cached chunk at %#lx failed", static_cast<unsigned long>(chunk));
+      }
+      uncache_locked(k);
+      set_bits(used_, k, 1, false);
+      --in_use_[h];  // take_locked counts it again
+    }
     if (test(quarantined_, k)) {
       unquarantine_locked(k);
       set_bits(used_, k, 1, false);
@@ -334,6 +348,46 @@ void ZoneImpl::release(std::uintptr_t first, std::size_t count, HeapId freed_by)
                                                  static_cast<std::uint32_t>(count), release};
   ++fifo_length_;
   evict_locked(quarantine_limit_, -1);
+}
+
+void ZoneImpl::cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes) noexcept {
+  const std::size_t index = (chunk - config_.base) >> kChunkShift;
+  std::lock_guard lock(mutex_);
+  g_zone.owners.load(std::memory_order_relaxed)[index].store(freed_by | kTombstone, std::memory_order_relaxed);
+  set_bits(cached_, index, 1, true);
+  retained_pages_[index] = static_cast<std::uint32_t>(retained_bytes >> kPageShift);
+  ++cached_chunks_;
+  retained_bytes_ += retained_bytes;
+  --in_use_[0];
+}
+
+void ZoneImpl::uncache_locked(std::size_t i) noexcept {
+  set_bits(cached_, i, 1, false);
+  --cached_chunks_;
+  retained_bytes_ -= std::size_t{retained_pages_[i]} << kPageShift;
+  retained_pages_[i] = 0;
+  ++in_use_[0];
+}
+
+HeapId ZoneImpl::reuse(std::uintptr_t chunk) noexcept {
+  const std::size_t i = (chunk - config_.base) >> kChunkShift;
+  std::lock_guard lock(mutex_);
+  if (!test(cached_, i)) return 0;
+  uncache_locked(i);
+  generation_[i] = (generation_[i] + 1) & 0x7fffffffu;  // as in acquire
+  if (generation_[i] == 0) generation_[i] = 1;
+  const HeapId id = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
+  set_bits(restored_, i, 1, false);
+  g_zone.owners.load(std::memory_order_relaxed)[i].store(id, std::memory_order_relaxed);
+  return id;
+}
+
+bool ZoneImpl::uncache(std::uintptr_t chunk) noexcept {
+  const std::size_t i = (chunk - config_.base) >> kChunkShift;
+  std::lock_guard lock(mutex_);
+  if (!test(cached_, i)) return false;
+  uncache_locked(i);
+  return true;
 }
 
 void ZoneImpl::compact_fifo_locked() noexcept {
@@ -435,6 +489,8 @@ ZoneStats ZoneImpl::stats() const noexcept {
   s.large_chunks_in_use = in_use_[1];
   s.live_heaps = live_heaps_.load(std::memory_order_relaxed);
   s.quarantined_chunks = quarantined_chunks_;
+  s.cached_heaps = cached_chunks_;
+  s.retained_bytes = retained_bytes_;
   s.class_start_chunk = start_[0];
   s.large_start_chunk = start_[1];
   s.ignored_frees = ignored_frees_.load(std::memory_order_relaxed);

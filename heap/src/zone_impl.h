@@ -129,6 +129,17 @@ class ZoneImpl {
     observers_[first_chunk_of(id)].store(o, std::memory_order_relaxed);
   }
 
+  // Heap recycling (heap_cache.h). A dying heap's first class chunk can be held in its thread's
+  // cache instead of being released: `cache` tombstones it in the owner map (a free through a
+  // stale pointer is told apart as after `release`) without discarding its pages, which stay
+  // committed (`retained_bytes` of them). `reuse` takes it back for a new heap and returns that
+  // heap's id (the next generation there), or 0 if a restore took the chunk meanwhile
+  // (acquire_at may take a cached chunk: it discards the chunk's pages first). `uncache` ends
+  // the caching before the pages are discarded and the chunk released; false if it was taken.
+  void cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes) noexcept;
+  HeapId reuse(std::uintptr_t chunk) noexcept;
+  bool uncache(std::uintptr_t chunk) noexcept;
+
   // Chunks waiting in quarantine (tests and statistics).
   std::size_t quarantined() const noexcept;
   std::size_t set_quarantine(std::size_t chunks) noexcept;
@@ -177,6 +188,8 @@ class ZoneImpl {
     return (bits[i / 64] >> (i % 64)) & 1;
   }
   static void set_bits(std::uint64_t* bits, std::size_t first, std::size_t count, bool value) noexcept;
+  // Ends the caching of chunk `i` (it must be cached), leaving it marked used.
+  void uncache_locked(std::size_t i) noexcept;
   // Ends the quarantine of chunk `i` (it must be in quarantine): makes it accessible again. The
   // chunk stays marked used.
   void unquarantine_locked(std::size_t i) noexcept;
@@ -196,6 +209,10 @@ class ZoneImpl {
   std::uint32_t* generation_ = nullptr;   // by class chunk: the last heap generation created there
   std::uint32_t* released_ = nullptr;     // by chunk: the release that last put it in quarantine
   std::uint64_t* restored_ = nullptr;     // one bit per chunk: a restored heap's first chunk
+  std::uint64_t* cached_ = nullptr;       // one bit per chunk: held by a thread's heap cache
+  std::uint32_t* retained_pages_ = nullptr;  // by class chunk, while cached: its committed pages
+  std::size_t cached_chunks_ = 0;
+  std::size_t retained_bytes_ = 0;        // committed pages of the cached chunks
   std::uint32_t releases_ = 0;
   QuarantinedRun* fifo_ = nullptr;        // ring of quarantined runs, oldest at fifo_head_
   std::size_t fifo_head_ = 0;
