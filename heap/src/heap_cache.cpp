@@ -1,5 +1,5 @@
-// The thread's heap cache (heap_cache.h): caching a dying heap, reusing it, and giving cached
-// heaps back to the OS when the cache is over its bounds, purged, or its thread ends.
+// The heap cache (heap_cache.h): caching a dying heap, reusing it, and giving cached heaps back
+// to the OS when the cache is over its bounds or purged.
 #include "heap_cache.h"
 
 #include <algorithm>
@@ -16,7 +16,6 @@ namespace reheap {
 namespace detail {
 namespace {
 
-constexpr std::size_t kMaxCachedHeaps = 4096;
 // The checked build's free bitmap of a group: one bit per 8 bytes of each class lane.
 constexpr std::size_t kShadowBytes = align_up(kNumClasses * (kLaneSize / 64), kPageSize);
 
@@ -38,84 +37,29 @@ struct CachedHeap {
 };
 static_assert(sizeof(CachedHeap) <= sizeof(HeapState));
 
-struct Entry {
-  std::uint32_t chunk;  // zone index
-  std::uint32_t pages;  // committed when cached
-};
-
-// Trivially destructible, so usable at any point of the thread's (and the process's) exit.
-struct ThreadCache {
-  Entry* ring;
-  std::size_t head;
-  std::size_t length;
-  std::size_t bytes;
-  bool closed;
-};
-constinit thread_local ThreadCache t_cache{};
-
-std::size_t chunk_index(std::uintptr_t chunk) noexcept {
-  return (chunk - g_zone.base.load(std::memory_order_relaxed)) >> kChunkShift;
-}
-
-Entry pop_oldest() noexcept {
-  ThreadCache& t = t_cache;
-  const Entry e = t.ring[t.head];
-  t.head = (t.head + 1) % kMaxCachedHeaps;
-  --t.length;
-  t.bytes -= std::size_t{e.pages} << kPageShift;
-  return e;
-}
-
-// Gives the oldest cached heap back: its pages to the OS, its chunk to the zone's quarantine.
-std::size_t release_oldest() noexcept {
-  const Entry e = pop_oldest();
-  const std::uintptr_t chunk = ZoneImpl::chunk_address(e.chunk);
-  if (!zone().uncache(chunk)) return 0;  // a restore took it
+// Discards a chunk no longer cached and gives it to the zone's quarantine.
+void release_chunk(std::uintptr_t chunk) noexcept {
   const HeapId old_id = reinterpret_cast<const CachedHeap*>(heap_at(chunk))->old_id;
   if (os::discard(chunk, kChunkSize) != 0) {
     fatal("madvise(MADV_DONTNEED) of the cached chunk at %#lx failed", static_cast<unsigned long>(chunk));
   }
   zone().release(chunk, 1, old_id);
-  return std::size_t{e.pages} << kPageShift;
 }
 
-// Past a bound, down to seven eighths of it at once: a cache that just overflowed would
-// otherwise release one heap per destroy from then on.
-void trim() noexcept {
-  const std::size_t heaps = std::min(g_settings.heaps.load(std::memory_order_relaxed), kMaxCachedHeaps);
-  const std::size_t bytes = g_settings.bytes.load(std::memory_order_relaxed);
-  if (t_cache.length <= heaps && t_cache.bytes <= bytes) return;
-  while (t_cache.length != 0 && (t_cache.length > heaps - heaps / 8 || t_cache.bytes > bytes - bytes / 8)) {
-    release_oldest();
-  }
-}
-
-std::size_t purge() noexcept {
+// Gives back the oldest cached heaps while more than `keep_heaps` or `keep_bytes` wait; returns
+// the bytes given back. The zone lock is held only to pick them, a batch at a time.
+std::size_t release_oldest(std::size_t keep_heaps, std::size_t keep_bytes) noexcept {
+  constexpr std::size_t kBatch = 64;
+  ZoneImpl::CachedChunk batch[kBatch];
   std::size_t bytes = 0;
-  while (t_cache.length != 0) bytes += release_oldest();
-  return bytes;
-}
-
-struct Closer {
-  Closer() = default;
-  Closer(const Closer&) = delete;
-  Closer& operator=(const Closer&) = delete;
-  ~Closer() {
-    purge();
-    if (t_cache.ring != nullptr) os::unmap_table(t_cache.ring, kMaxCachedHeaps * sizeof(Entry));
-    t_cache.ring = nullptr;
-    t_cache.closed = true;
+  while (true) {
+    const std::size_t n = zone().pop_cached(keep_heaps, keep_bytes, batch, kBatch);
+    for (std::size_t i = 0; i < n; ++i) {
+      release_chunk(ZoneImpl::chunk_address(batch[i].chunk));
+      bytes += std::size_t{batch[i].pages} << kPageShift;
+    }
+    if (n < kBatch) return bytes;
   }
-};
-
-// The ring, mapped (and the thread's exit hooked) on the thread's first caching; false if the
-// thread has ended or the mapping failed.
-bool open_ring() noexcept {
-  if (t_cache.ring != nullptr) return true;
-  if (t_cache.closed) return false;
-  static thread_local Closer closer;  // its destructor runs at the thread's exit
-  t_cache.ring = static_cast<Entry*>(os::map_table(kMaxCachedHeaps * sizeof(Entry)));
-  return t_cache.ring != nullptr;
 }
 
 // Committed pages of the first class chunk of `h`, and what the record says of it.
@@ -150,7 +94,7 @@ bool cache_heap(HeapState* h) noexcept {
   if (g_settings.heaps.load(std::memory_order_relaxed) == 0) return false;
   CachedHeap record{};
   const std::size_t bytes = first_chunk_bytes(h, &record);
-  if (bytes > g_settings.max_heap_bytes.load(std::memory_order_relaxed) || !open_ring()) return false;
+  if (bytes > g_settings.max_heap_bytes.load(std::memory_order_relaxed)) return false;
   const HeapId id = h->id;
   record.old_id = id;
   if (t_current == h) t_current = &g_no_heap;
@@ -176,23 +120,28 @@ bool cache_heap(HeapState* h) noexcept {
   }
   const std::uintptr_t chunk = chunk_of(first, true);
   new (heap_at(chunk)) CachedHeap(record);  // h is gone from here on
-  z.cache(chunk, id, bytes);
   z.heap_destroyed();
-  ThreadCache& t = t_cache;
-  t.ring[(t.head + t.length) % kMaxCachedHeaps] = {static_cast<std::uint32_t>(chunk_index(chunk)),
-                                                   static_cast<std::uint32_t>(bytes >> kPageShift)};
-  ++t.length;
-  t.bytes += bytes;
-  trim();
+  // Past a bound, down to seven eighths of it at once: a cache that just overflowed would
+  // otherwise give back one heap per destroy from then on.
+  const std::size_t heaps = std::min(g_settings.heaps.load(std::memory_order_relaxed), ZoneImpl::kMaxCachedHeaps);
+  const std::size_t max_bytes = g_settings.bytes.load(std::memory_order_relaxed);
+  switch (z.cache(chunk, id, bytes, heaps, max_bytes)) {
+    case ZoneImpl::Cached::kYes:
+      break;
+    case ZoneImpl::Cached::kOverBound:
+      release_oldest(heaps - heaps / 8, max_bytes - max_bytes / 8);
+      break;
+    case ZoneImpl::Cached::kNoRoom:
+      release_chunk(chunk);
+      break;
+  }
   return true;
 }
 
 std::uintptr_t reuse_cached_heap(HeapId* id, std::uint32_t* dirty_end) noexcept {
-  const std::size_t delay = g_settings.delay.load(std::memory_order_relaxed);
-  while (t_cache.length > delay) {
-    const std::uintptr_t chunk = ZoneImpl::chunk_address(pop_oldest().chunk);
-    *id = zone().reuse(chunk);
-    if (*id == 0) continue;  // a restore took it
+  if (zone().retained_bytes() == 0) return 0;  // the common case without recycling: no lock
+  const std::uintptr_t chunk = zone().reuse(g_settings.delay.load(std::memory_order_relaxed), id);
+  if (chunk != 0) {
     const CachedHeap record = *reinterpret_cast<const CachedHeap*>(heap_at(chunk));
     std::memcpy(dirty_end, record.dirty_end, sizeof record.dirty_end);
     // The header page reads as a fresh chunk's; the state itself is constructed whole by
@@ -206,9 +155,8 @@ std::uintptr_t reuse_cached_heap(HeapId* id, std::uint32_t* dirty_end) noexcept 
         std::memset(reinterpret_cast<void*>(chunk + g * kGroupSize + kShadowLane * kLaneSize), 0, kShadowBytes);
       }
     }
-    return chunk;
   }
-  return 0;
+  return chunk;
 }
 
 }  // namespace detail
@@ -223,13 +171,17 @@ HeapCacheConfig Zone::heap_cache() noexcept {
 HeapCacheConfig Zone::set_heap_cache(const HeapCacheConfig& config) noexcept {
   const HeapCacheConfig before = heap_cache();
   detail::Settings& s = detail::g_settings;
-  s.heaps.store(std::min(config.heaps, detail::kMaxCachedHeaps), std::memory_order_relaxed);
+  s.heaps.store(std::min(config.heaps, detail::ZoneImpl::kMaxCachedHeaps), std::memory_order_relaxed);
   s.bytes.store(config.bytes, std::memory_order_relaxed);
   s.delay.store(config.delay, std::memory_order_relaxed);
   s.max_heap_bytes.store(config.max_heap_bytes, std::memory_order_relaxed);
   return before;
 }
 
-std::size_t Zone::purge_thread_cache() noexcept { return detail::purge(); }
+std::size_t Zone::purge_heap_cache() noexcept { return detail::release_oldest(0, 0); }
+
+std::size_t Zone::heap_cache_bytes() noexcept {
+  return detail::zone().reserved() ? detail::zone().retained_bytes() : 0;
+}
 
 }  // namespace reheap

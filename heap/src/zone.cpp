@@ -113,11 +113,13 @@ void ZoneImpl::reserve_locked() {
   restored_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
   cached_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
   retained_pages_ = static_cast<std::uint32_t*>(os::map_table(class_chunks_ * sizeof(std::uint32_t)));
+  cache_ring_ = static_cast<CachedChunk*>(os::map_table((kMaxCachedHeaps + 1) * sizeof(CachedChunk)));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
       generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
-      restored_ == nullptr || cached_ == nullptr || retained_pages_ == nullptr) {
+      restored_ == nullptr || cached_ == nullptr || retained_pages_ == nullptr ||
+      cache_ring_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -350,44 +352,69 @@ void ZoneImpl::release(std::uintptr_t first, std::size_t count, HeapId freed_by)
   evict_locked(quarantine_limit_, -1);
 }
 
-void ZoneImpl::cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes) noexcept {
+ZoneImpl::Cached ZoneImpl::cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes,
+                                  std::size_t heaps, std::size_t bytes) noexcept {
   const std::size_t index = (chunk - config_.base) >> kChunkShift;
   std::lock_guard lock(mutex_);
+  // Callers trim the cache to at most kMaxCachedHeaps entries after each caching; only callers
+  // racing to cache between those trims can find the ring full.
+  if (cache_length_ == kMaxCachedHeaps + 1) return Cached::kNoRoom;
   g_zone.owners.load(std::memory_order_relaxed)[index].store(freed_by | kTombstone, std::memory_order_relaxed);
   set_bits(cached_, index, 1, true);
   retained_pages_[index] = static_cast<std::uint32_t>(retained_bytes >> kPageShift);
   ++cached_chunks_;
-  retained_bytes_ += retained_bytes;
+  retained_.fetch_add(retained_bytes, std::memory_order_relaxed);
   --in_use_[0];
+  cache_ring_[(cache_head_ + cache_length_++) % (kMaxCachedHeaps + 1)] = {
+      static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(retained_bytes >> kPageShift)};
+  const bool over = cache_length_ > std::min(heaps, kMaxCachedHeaps) ||
+                    retained_.load(std::memory_order_relaxed) > bytes;
+  return over ? Cached::kOverBound : Cached::kYes;
+}
+
+ZoneImpl::CachedChunk ZoneImpl::pop_cache_head_locked() noexcept {
+  const CachedChunk e = cache_ring_[cache_head_];
+  cache_head_ = (cache_head_ + 1) % (kMaxCachedHeaps + 1);
+  --cache_length_;
+  return e;
 }
 
 void ZoneImpl::uncache_locked(std::size_t i) noexcept {
   set_bits(cached_, i, 1, false);
   --cached_chunks_;
-  retained_bytes_ -= std::size_t{retained_pages_[i]} << kPageShift;
+  retained_.fetch_sub(std::size_t{retained_pages_[i]} << kPageShift, std::memory_order_relaxed);
   retained_pages_[i] = 0;
   ++in_use_[0];
 }
 
-HeapId ZoneImpl::reuse(std::uintptr_t chunk) noexcept {
-  const std::size_t i = (chunk - config_.base) >> kChunkShift;
+std::uintptr_t ZoneImpl::reuse(std::size_t delay, HeapId* id) noexcept {
   std::lock_guard lock(mutex_);
-  if (!test(cached_, i)) return 0;
-  uncache_locked(i);
-  generation_[i] = (generation_[i] + 1) & 0x7fffffffu;  // as in acquire
-  if (generation_[i] == 0) generation_[i] = 1;
-  const HeapId id = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
-  set_bits(restored_, i, 1, false);
-  g_zone.owners.load(std::memory_order_relaxed)[i].store(id, std::memory_order_relaxed);
-  return id;
+  while (cache_length_ > delay) {
+    const std::size_t i = pop_cache_head_locked().chunk;
+    if (!test(cached_, i)) continue;  // a restore took it
+    uncache_locked(i);
+    generation_[i] = (generation_[i] + 1) & 0x7fffffffu;  // as in acquire
+    if (generation_[i] == 0) generation_[i] = 1;
+    *id = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
+    set_bits(restored_, i, 1, false);
+    g_zone.owners.load(std::memory_order_relaxed)[i].store(*id, std::memory_order_relaxed);
+    return chunk_address(static_cast<std::uint32_t>(i));
+  }
+  return 0;
 }
 
-bool ZoneImpl::uncache(std::uintptr_t chunk) noexcept {
-  const std::size_t i = (chunk - config_.base) >> kChunkShift;
+std::size_t ZoneImpl::pop_cached(std::size_t keep_heaps, std::size_t keep_bytes, CachedChunk* out,
+                                 std::size_t capacity) noexcept {
   std::lock_guard lock(mutex_);
-  if (!test(cached_, i)) return false;
-  uncache_locked(i);
-  return true;
+  std::size_t n = 0;
+  while (n < capacity && cache_length_ != 0 &&
+         (cache_length_ > keep_heaps || retained_.load(std::memory_order_relaxed) > keep_bytes)) {
+    const CachedChunk e = pop_cache_head_locked();
+    if (!test(cached_, e.chunk)) continue;  // a restore took it
+    uncache_locked(e.chunk);
+    out[n++] = e;
+  }
+  return n;
 }
 
 void ZoneImpl::compact_fifo_locked() noexcept {
@@ -490,7 +517,7 @@ ZoneStats ZoneImpl::stats() const noexcept {
   s.live_heaps = live_heaps_.load(std::memory_order_relaxed);
   s.quarantined_chunks = quarantined_chunks_;
   s.cached_heaps = cached_chunks_;
-  s.retained_bytes = retained_bytes_;
+  s.retained_bytes = retained_.load(std::memory_order_relaxed);
   s.class_start_chunk = start_[0];
   s.large_start_chunk = start_[1];
   s.ignored_frees = ignored_frees_.load(std::memory_order_relaxed);

@@ -23,22 +23,23 @@
 // a request can be met only with waiting chunks (exactly those leave), or a snapshot restored in
 // the process needs those chunks.
 //
-// Recycling. A heap destroyed on a thread whose first chunk holds at most
-// HeapCacheConfig::max_heap_bytes is not released but kept, its pages committed, in that thread's
-// heap cache (its other chunks are released as above); Heap::create on the thread takes the
-// oldest cached heap once more than HeapCacheConfig::delay heaps wait behind it, so a create and
-// destroy cost neither madvise nor page faults. Whatever the old heap wrote is invisible to the
-// new one: its header page is cleared, and a page of the old heap's lanes is zeroed when the new
-// heap's carving first reaches it, so that the new heap, and any snapshot of it, sees zeros or its
-// own bytes only. While cached, the chunk is tombstoned as in quarantine. So the stale-pointer
-// guarantee above holds, for a heap that went to a cache, until `delay` (default 16) more heaps
-// were destroyed on that thread after it; then a stale pointer may reach a live heap, as with any
-// allocator. Builds with REHEAP_CHECKS start with the cache off (heaps = 0): there every
-// destroyed heap goes to the quarantine and the full guarantee holds. The cache is bounded
-// (`heaps`, `bytes`); past a bound its oldest heaps are released, an eighth of the bound at a
-// time; purge_thread_cache() releases all of them (the runtime's workers call it when idle for
-// half a second), and so does the thread's exit. A restore needing a cached heap's chunk takes it
-// (its pages discarded first). Cached heaps are counted in ZoneStats (cached_heaps,
+// Recycling. A heap destroyed whose first chunk holds at most HeapCacheConfig::max_heap_bytes
+// is not released but kept, its pages committed, in the zone's heap cache (its other chunks are
+// released as above); Heap::create, on any thread, takes the oldest cached heap once more than
+// HeapCacheConfig::delay heaps wait behind it, so a create and destroy cost neither madvise nor
+// page faults (and a runtime, which creates a reactor's heap on the spawning thread and destroys
+// it on the worker that ran it, recycles across threads). Whatever the old heap wrote is
+// invisible to the new one: its header page is cleared, and a page of the old heap's lanes is
+// zeroed when the new heap's carving first reaches it, so that the new heap, and any snapshot of
+// it, sees zeros or its own bytes only. While cached, the chunk is tombstoned as in quarantine.
+// So the stale-pointer guarantee above holds, for a heap that went to the cache, until `delay`
+// (default 16) more heaps were destroyed in the process after it; then a stale pointer may reach
+// a live heap, as with any allocator. Builds with REHEAP_CHECKS start with the cache off (heaps =
+// 0): there every destroyed heap goes to the quarantine and the full guarantee holds. The cache
+// is bounded (`heaps`, `bytes`); past a bound its oldest heaps are given back (madvise, then the
+// quarantine) until it is an eighth below; purge_heap_cache() gives back all of them (the
+// runtime's workers call it after half a second asleep). A restore needing a cached heap's chunk
+// takes it (its pages discarded first). Cached heaps are counted in ZoneStats (cached_heaps,
 // retained_bytes), in no heap's stats.
 //
 // Slices. Each half of the zone is cut into NodeIdentity::kMaxNodes (64) slices, one per node id
@@ -82,9 +83,8 @@ struct ZoneStats {
   std::size_t large_chunks_in_use = 0;
   std::size_t live_heaps = 0;
   std::size_t quarantined_chunks = 0;  // given back, waiting before reuse
-  // Heaps held in threads' heap caches for reuse (see "Recycling"), and the pages they keep
-  // committed: memory no live heap counts, that purge_thread_cache() or the caches' bounds give
-  // back to the OS.
+  // Heaps held in the heap cache for reuse (see "Recycling"), and the pages they keep committed:
+  // memory no live heap counts, that purge_heap_cache() or the cache's bounds give back.
   std::size_t cached_heaps = 0;
   std::size_t retained_bytes = 0;
   // Where the first-fit search for a new heap's chunks starts in each half (chunk indexes): the
@@ -97,11 +97,11 @@ struct ZoneStats {
   std::size_t ignored_frees = 0;
 };
 
-// A thread's heap cache (see "Recycling"). The settings are the process's, read by every thread.
+// The heap cache (see "Recycling").
 struct HeapCacheConfig {
-  std::size_t heaps = 1024;  // heaps one thread keeps at most (clamped to 4096; 0: no recycling)
-  std::size_t bytes = std::size_t{64} << 20;  // committed bytes one thread keeps at most
-  // A cached heap is reused only once this many heaps were destroyed on its thread after it.
+  std::size_t heaps = 2048;  // heaps the cache keeps at most (clamped to 4096; 0: no recycling)
+  std::size_t bytes = std::size_t{64} << 20;  // committed bytes it keeps at most
+  // A cached heap is reused only once this many heaps were destroyed after it.
   std::size_t delay = 16;
   // A dying heap whose first chunk has more pages committed is released, not cached.
   std::size_t max_heap_bytes = std::size_t{1} << 20;
@@ -127,15 +127,20 @@ class Zone {
   // ends it, freeing every waiting chunk). Returns the length it replaces.
   static std::size_t set_quarantine(std::size_t chunks) noexcept;
 
-  // The heap caches' settings (see "Recycling"): HeapCacheConfig's defaults, or heaps = 0 in
-  // builds with REHEAP_CHECKS. Setting them applies to every thread from its next destroy or
-  // create on (a cache over its new bounds shrinks then). Returns the settings replaced.
+  // The heap cache's settings (see "Recycling"): HeapCacheConfig's defaults, or heaps = 0 in
+  // builds with REHEAP_CHECKS. New settings apply from the next destroy or create on (a cache
+  // over its new bounds shrinks at the next destroy, or purge_heap_cache()). Returns the
+  // settings replaced.
   static HeapCacheConfig heap_cache() noexcept;
   static HeapCacheConfig set_heap_cache(const HeapCacheConfig& config) noexcept;
 
-  // Gives back to the OS every heap the calling thread's cache holds (madvise, then the zone's
-  // quarantine). Returns the bytes given back. Changes nothing a program observes but its RSS.
-  static std::size_t purge_thread_cache() noexcept;
+  // Gives back to the OS every heap the cache holds (madvise, then the zone's quarantine).
+  // Returns the bytes given back. Changes nothing a program observes but its RSS (and which
+  // chunk, so which address and id, a later heap gets).
+  static std::size_t purge_heap_cache() noexcept;
+  // The committed bytes the heap cache holds (ZoneStats::retained_bytes) without the zone lock,
+  // for an idle path to ask.
+  static std::size_t heap_cache_bytes() noexcept;
 };
 
 }  // namespace reheap
