@@ -64,6 +64,7 @@ REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
         align_up(reinterpret_cast<std::uintptr_t>(k.cur + size), kPageSize));
     if (new_limit > lane_end) new_limit = lane_end;
     if (!charge(h, static_cast<std::size_t>(new_limit - k.limit), Charge::kAllocation, cls)) return nullptr;
+    if (h->recycled_dirty_end[cls] != 0 && k.chunk == h->class_head) clear_recycled(h, cls, k.limit, new_limit);
     k.limit = new_limit;
   }
   void* p = k.cur;
@@ -127,6 +128,14 @@ void reset_idle_class(HeapState* h, unsigned cls) noexcept {
   h->committed -= released;
   k = ClassCursor{};
   h->free[cls] = nullptr;
+}
+
+void clear_recycled(HeapState* h, unsigned cls, char* from, char* to) noexcept {
+  // Lanes of one class lie in group order at rising addresses, so everything below the end the
+  // previous heap reached is its, and a window at or past it is the first untouched one.
+  char* const end = reinterpret_cast<char*>(chunk_of(h->class_head, true) + h->recycled_dirty_end[cls]);
+  if (from < end) std::memset(from, 0, static_cast<std::size_t>((to < end ? to : end) - from));
+  if (to >= end) h->recycled_dirty_end[cls] = 0;
 }
 
 REHEAP_SLOW_PATH void double_free_at_head(HeapState* h, void* p) noexcept {

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "current.h"
+#include "heap_cache.h"
 #include "heap_fast.h"
 #include "report.h"
 
@@ -124,9 +125,14 @@ HeapPtr Heap::create(const HeapConfig& config) {
   detail::ZoneImpl& zone = detail::zone();
   zone.ensure_reserved();
   std::uint64_t mprotect_calls = 0;
-  const std::uintptr_t chunk = zone.acquire(detail::Half::kClass, 1, 0, &mprotect_calls);
-  if (chunk == 0) throw std::bad_alloc();
-  const detail::HeapId id = ZoneImpl::owner_of(chunk);
+  detail::HeapId id = 0;
+  std::uint32_t dirty_end[kNumClasses] = {};
+  std::uintptr_t chunk = detail::reuse_cached_heap(&id, dirty_end);
+  if (chunk == 0) {
+    chunk = zone.acquire(detail::Half::kClass, 1, 0, &mprotect_calls);
+    if (chunk == 0) throw std::bad_alloc();
+    id = ZoneImpl::owner_of(chunk);
+  }
   detail::ChunkHeader* header = detail::class_header(chunk);
   header->kind = detail::ChunkKind::kClass;
   header->owner = id;
@@ -137,12 +143,14 @@ HeapPtr Heap::create(const HeapConfig& config) {
   h->class_head = h->class_tail = header;
   h->class_chunks = 1;
   h->os.mprotect = mprotect_calls;
+  std::memcpy(h->recycled_dirty_end, dirty_end, sizeof dirty_end);
   zone.heap_created();
   return HeapPtr(h);
 }
 
 void Heap::destroy(Heap* heap) noexcept {
   if (heap == nullptr) return;
+  if (detail::cache_heap(state(heap))) return;
   detail::discard_heap(state(heap), nullptr,
                        [](void*, std::uintptr_t first, std::size_t count, detail::HeapId owner) {
                          detail::zone().release(first, count, owner);

@@ -43,9 +43,22 @@ REHEAP_FAST_PATH void* pop_free(HeapState* h, unsigned cls) noexcept {
   return p;
 }
 
+// Carves the next block of class `cls` from the committed window of its lane, or null when the
+// window is used up (carve_block then moves the window). Never-used pages of a fresh heap, so
+// a heap's first blocks (a short-lived heap's only ones) cost a bump, not the slow path.
+REHEAP_FAST_PATH void* bump_carve(HeapState* h, unsigned cls) noexcept {
+  ClassCursor& k = h->cursor[cls];
+  const auto cur = reinterpret_cast<std::uintptr_t>(k.cur);
+  if (cur + kClassSize[cls] > reinterpret_cast<std::uintptr_t>(k.limit)) return nullptr;
+  k.cur += kClassSize[cls];
+  ++k.carved;
+  return reinterpret_cast<void*>(cur);
+}
+
 // Pops a block of class `cls`, or carves one; null when the heap cannot grow.
 REHEAP_FAST_PATH void* class_alloc(HeapState* h, unsigned cls) noexcept {
   if (void* p = pop_free(h, cls)) [[likely]] return p;
+  if (void* p = bump_carve(h, cls)) return p;
   return carve_block(h, cls);
 }
 

@@ -85,6 +85,10 @@ struct HeapState : Heap {
   std::size_t huge_live_bytes = 0;
   std::uint64_t bin_mask[(kNumBins + 63) / 64] = {};
   FreeRun* bins[kNumBins] = {};
+  // A recycled heap (heap_cache.h): how far into its first chunk the previous heap there carved,
+  // by class, as an offset from the chunk; 0 once nothing of it is ahead of the cursor. Carving
+  // zeroes a page below that before handing out blocks from it.
+  std::uint32_t recycled_dirty_end[kNumClasses] = {};
 };
 
 // An idle heap's metadata is one page: chunk header and state together.
@@ -137,6 +141,9 @@ inline bool charge(HeapState* h, std::size_t bytes, Charge kind = Charge::kAlloc
 // intact (restore's state check holds before and after).
 void reset_idle_class(HeapState* h, unsigned cls) noexcept;
 void reset_empty_carve_chunk(HeapState* h) noexcept;
+
+// Zeroes what the previous heap of a recycled chunk left in [from, to) of class cls's lane.
+void clear_recycled(HeapState* h, unsigned cls, char* from, char* to) noexcept;
 
 // Slow paths, one concept per file: class_lanes.cpp, page_runs.cpp.
 void* carve_block(HeapState* h, unsigned cls) noexcept;

@@ -32,8 +32,15 @@ REHEAP_SLOW_PATH void* new_slow(std::size_t size, std::size_t alignment, bool no
   for (;; tried = false) {
     if (!tried) {
       HeapState* h = t_current;
-      void* p = h == &g_no_heap ? system_alloc(size, alignment)
-                                : reheap::detail::alloc_slow(h, size, alignment);
+      void* p = nullptr;
+      if (h == &g_no_heap) {
+        p = system_alloc(size, alignment);
+      } else if (size <= reheap::kMaxClassSize && alignment <= alignof(std::max_align_t)) {
+        // fast_new's empty free list: carve here rather than through alloc_slow's dispatch.
+        p = reheap::detail::class_alloc(h, reheap::size_class(size));
+      } else {
+        p = reheap::detail::alloc_slow(h, size, alignment);
+      }
       if (p != nullptr) return p;
     }
     std::new_handler handler = std::get_new_handler();
@@ -63,9 +70,13 @@ REHEAP_SLOW_PATH void* page_run_new(HeapState* h, std::size_t size, bool nothrow
 [[gnu::always_inline]] inline void* fast_new(std::size_t size, bool nothrow) {
   HeapState* h = t_current;
   if (size <= reheap::kMaxClassSize) [[likely]] {
-    // Pop only: an empty list goes to new_slow as a tail call, which keeps this path free of a
-    // stack frame (calling carve_block here and testing its result costs ~4 instructions more).
-    if (void* p = reheap::detail::pop_free(h, reheap::size_class(size))) [[likely]] return p;
+    // Pop, else bump the lane's cursor (a young heap's blocks: seed 000's pools of 100 objects
+    // cost 2.6 us each through the slow path); anything else goes to new_slow as a tail call,
+    // which keeps this path free of a stack frame (calling carve_block here and testing its
+    // result costs ~4 instructions more).
+    const unsigned cls = reheap::size_class(size);
+    if (void* p = reheap::detail::pop_free(h, cls)) [[likely]] return p;
+    if (void* p = reheap::detail::bump_carve(h, cls)) return p;
     return new_slow(size, alignof(std::max_align_t), nothrow);
   }
   return page_run_new(h, size, nothrow);

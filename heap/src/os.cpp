@@ -48,6 +48,8 @@ void* map_table(std::size_t size) noexcept {
   return p == MAP_FAILED ? nullptr : p;
 }
 
+void unmap_table(void* table, std::size_t size) noexcept { ::munmap(table, size); }
+
 std::size_t page_size() noexcept { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
 
 }  // namespace reheap::detail::os

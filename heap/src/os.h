@@ -26,6 +26,8 @@ int populate(std::uintptr_t base, std::size_t size) noexcept;
 
 // Anonymous, lazily committed memory outside the zone, for the zone's own tables.
 void* map_table(std::size_t size) noexcept;
+// Unmaps what map_table mapped.
+void unmap_table(void* table, std::size_t size) noexcept;
 
 std::size_t page_size() noexcept;
 

@@ -111,11 +111,15 @@ void ZoneImpl::reserve_locked() {
   fifo_ = static_cast<QuarantinedRun*>(os::map_table(chunks_ * sizeof(QuarantinedRun)));
   released_ = static_cast<std::uint32_t*>(os::map_table(chunks_ * sizeof(std::uint32_t)));
   restored_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  cached_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  retained_pages_ = static_cast<std::uint32_t*>(os::map_table(class_chunks_ * sizeof(std::uint32_t)));
+  cache_ring_ = static_cast<CachedChunk*>(os::map_table((kMaxCachedHeaps + 1) * sizeof(CachedChunk)));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
       generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
-      restored_ == nullptr) {
+      restored_ == nullptr || cached_ == nullptr || retained_pages_ == nullptr ||
+      cache_ring_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -271,12 +275,24 @@ bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
   if (!reserved() || count == 0 || first + count > chunks_ || first + count < first) return false;
   const int h = first < class_chunks_ ? 0 : 1;
   if (h == 0 && first + count > class_chunks_) return false;
-  // A snapshot needs exactly its own chunks: one that waits in quarantine gives way to it.
+  // A snapshot needs exactly its own chunks: one that waits in quarantine, or in a thread's heap
+  // cache, gives way to it.
   for (std::size_t k = first; k < first + count; ++k) {
-    if (test(used_, k) && !test(quarantined_, k)) return false;
+    if (test(used_, k) && !test(quarantined_, k) && !test(cached_, k)) return false;
   }
   if (!make_accessible_locked(h, first + count, mprotect_calls)) return false;
   for (std::size_t k = first; k < first + count; ++k) {
+    if (test(cached_, k)) {
+      // The cached heap's pages are still committed: the snapshot's chunks must read as zero
+      // wherever the snapshot does not write them. The thread holding the chunk finds it gone.
+      const std::uintptr_t chunk = chunk_address(static_cast<std::uint32_t>(k));
+      if (os::discard(chunk, kChunkSize) != 0) {
+        fatal("madvise(MADV_DONTNEED) of the cached chunk at %#lx failed", static_cast<unsigned long>(chunk));
+      }
+      uncache_locked(k);
+      set_bits(used_, k, 1, false);
+      --in_use_[h];  // take_locked counts it again
+    }
     if (test(quarantined_, k)) {
       unquarantine_locked(k);
       set_bits(used_, k, 1, false);
@@ -334,6 +350,71 @@ void ZoneImpl::release(std::uintptr_t first, std::size_t count, HeapId freed_by)
                                                  static_cast<std::uint32_t>(count), release};
   ++fifo_length_;
   evict_locked(quarantine_limit_, -1);
+}
+
+ZoneImpl::Cached ZoneImpl::cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes,
+                                  std::size_t heaps, std::size_t bytes) noexcept {
+  const std::size_t index = (chunk - config_.base) >> kChunkShift;
+  std::lock_guard lock(mutex_);
+  // Callers trim the cache to at most kMaxCachedHeaps entries after each caching; only callers
+  // racing to cache between those trims can find the ring full.
+  if (cache_length_ == kMaxCachedHeaps + 1) return Cached::kNoRoom;
+  g_zone.owners.load(std::memory_order_relaxed)[index].store(freed_by | kTombstone, std::memory_order_relaxed);
+  set_bits(cached_, index, 1, true);
+  retained_pages_[index] = static_cast<std::uint32_t>(retained_bytes >> kPageShift);
+  ++cached_chunks_;
+  retained_.fetch_add(retained_bytes, std::memory_order_relaxed);
+  --in_use_[0];
+  cache_ring_[(cache_head_ + cache_length_++) % (kMaxCachedHeaps + 1)] = {
+      static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(retained_bytes >> kPageShift)};
+  const bool over = cache_length_ > std::min(heaps, kMaxCachedHeaps) ||
+                    retained_.load(std::memory_order_relaxed) > bytes;
+  return over ? Cached::kOverBound : Cached::kYes;
+}
+
+ZoneImpl::CachedChunk ZoneImpl::pop_cache_head_locked() noexcept {
+  const CachedChunk e = cache_ring_[cache_head_];
+  cache_head_ = (cache_head_ + 1) % (kMaxCachedHeaps + 1);
+  --cache_length_;
+  return e;
+}
+
+void ZoneImpl::uncache_locked(std::size_t i) noexcept {
+  set_bits(cached_, i, 1, false);
+  --cached_chunks_;
+  retained_.fetch_sub(std::size_t{retained_pages_[i]} << kPageShift, std::memory_order_relaxed);
+  retained_pages_[i] = 0;
+  ++in_use_[0];
+}
+
+std::uintptr_t ZoneImpl::reuse(std::size_t delay, HeapId* id) noexcept {
+  std::lock_guard lock(mutex_);
+  while (cache_length_ > delay) {
+    const std::size_t i = pop_cache_head_locked().chunk;
+    if (!test(cached_, i)) continue;  // a restore took it
+    uncache_locked(i);
+    generation_[i] = (generation_[i] + 1) & 0x7fffffffu;  // as in acquire
+    if (generation_[i] == 0) generation_[i] = 1;
+    *id = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
+    set_bits(restored_, i, 1, false);
+    g_zone.owners.load(std::memory_order_relaxed)[i].store(*id, std::memory_order_relaxed);
+    return chunk_address(static_cast<std::uint32_t>(i));
+  }
+  return 0;
+}
+
+std::size_t ZoneImpl::pop_cached(std::size_t keep_heaps, std::size_t keep_bytes, CachedChunk* out,
+                                 std::size_t capacity) noexcept {
+  std::lock_guard lock(mutex_);
+  std::size_t n = 0;
+  while (n < capacity && cache_length_ != 0 &&
+         (cache_length_ > keep_heaps || retained_.load(std::memory_order_relaxed) > keep_bytes)) {
+    const CachedChunk e = pop_cache_head_locked();
+    if (!test(cached_, e.chunk)) continue;  // a restore took it
+    uncache_locked(e.chunk);
+    out[n++] = e;
+  }
+  return n;
 }
 
 void ZoneImpl::compact_fifo_locked() noexcept {
@@ -435,6 +516,8 @@ ZoneStats ZoneImpl::stats() const noexcept {
   s.large_chunks_in_use = in_use_[1];
   s.live_heaps = live_heaps_.load(std::memory_order_relaxed);
   s.quarantined_chunks = quarantined_chunks_;
+  s.cached_heaps = cached_chunks_;
+  s.retained_bytes = retained_.load(std::memory_order_relaxed);
   s.class_start_chunk = start_[0];
   s.large_start_chunk = start_[1];
   s.ignored_frees = ignored_frees_.load(std::memory_order_relaxed);

@@ -129,6 +129,29 @@ class ZoneImpl {
     observers_[first_chunk_of(id)].store(o, std::memory_order_relaxed);
   }
 
+  // Heap recycling (heap_cache.h). A dying heap's first class chunk can wait in the zone's heap
+  // cache, a FIFO, instead of being released: `cache` tombstones it in the owner map (a free
+  // through a stale pointer is told apart as after `release`) without discarding its pages, which
+  // stay committed (`retained_bytes`); it says whether the cache is now past a bound (`heaps`
+  // entries, `bytes`), or had no room. `reuse` takes the oldest cached chunk that has more than `delay` entries
+  // behind it and returns its address, `*id` the new heap's (the next generation there), or 0.
+  // `pop_cached` ends the caching of the oldest chunks while more than `keep_heaps` entries or
+  // `keep_bytes` wait, at most `capacity` of them, for the caller to discard and `release`.
+  // A restore may take a cached chunk (acquire_at discards its pages first); its entry is then
+  // skipped when it reaches the head.
+  struct CachedChunk {
+    std::uint32_t chunk;  // zone index
+    std::uint32_t pages;  // committed when cached
+  };
+  static constexpr std::size_t kMaxCachedHeaps = 4096;
+  enum class Cached { kYes, kOverBound, kNoRoom };  // kNoRoom: not cached, nothing changed
+  Cached cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes, std::size_t heaps,
+               std::size_t bytes) noexcept;
+  std::uintptr_t reuse(std::size_t delay, HeapId* id) noexcept;
+  std::size_t pop_cached(std::size_t keep_heaps, std::size_t keep_bytes, CachedChunk* out,
+                         std::size_t capacity) noexcept;
+  std::size_t retained_bytes() const noexcept { return retained_.load(std::memory_order_relaxed); }
+
   // Chunks waiting in quarantine (tests and statistics).
   std::size_t quarantined() const noexcept;
   std::size_t set_quarantine(std::size_t chunks) noexcept;
@@ -177,6 +200,9 @@ class ZoneImpl {
     return (bits[i / 64] >> (i % 64)) & 1;
   }
   static void set_bits(std::uint64_t* bits, std::size_t first, std::size_t count, bool value) noexcept;
+  // Ends the caching of chunk `i` (it must be cached), leaving it marked used.
+  void uncache_locked(std::size_t i) noexcept;
+  CachedChunk pop_cache_head_locked() noexcept;
   // Ends the quarantine of chunk `i` (it must be in quarantine): makes it accessible again. The
   // chunk stays marked used.
   void unquarantine_locked(std::size_t i) noexcept;
@@ -196,6 +222,13 @@ class ZoneImpl {
   std::uint32_t* generation_ = nullptr;   // by class chunk: the last heap generation created there
   std::uint32_t* released_ = nullptr;     // by chunk: the release that last put it in quarantine
   std::uint64_t* restored_ = nullptr;     // one bit per chunk: a restored heap's first chunk
+  std::uint64_t* cached_ = nullptr;       // one bit per chunk: held by a thread's heap cache
+  std::uint32_t* retained_pages_ = nullptr;  // by class chunk, while cached: its committed pages
+  CachedChunk* cache_ring_ = nullptr;      // kMaxCachedHeaps + 1 entries, oldest at cache_head_
+  std::size_t cache_head_ = 0;
+  std::size_t cache_length_ = 0;           // entries, taken ones included until they reach the head
+  std::size_t cached_chunks_ = 0;          // entries still cached
+  std::atomic<std::size_t> retained_{0};   // committed bytes of the cached chunks
   std::uint32_t releases_ = 0;
   QuarantinedRun* fifo_ = nullptr;        // ring of quarantined runs, oldest at fifo_head_
   std::size_t fifo_head_ = 0;

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "reheap/heap_scope.h"
+#include "reheap/zone.h"
 #include "runtime_impl.h"
 
 namespace reheap::detail {
@@ -45,6 +46,9 @@ Worker::Worker(RuntimeImpl& runtime, int index) : runtime_(runtime), index_(inde
   prepare_.data = this;
   check_uv(uv_check_init(&loop_, &check_), "uv_check_init");
   check_.data = this;
+  check_uv(uv_timer_init(&loop_, &purge_timer_), "uv_timer_init");
+  purge_timer_.data = this;
+  uv_unref(reinterpret_cast<uv_handle_t*>(&purge_timer_));  // never what keeps the loop running
   read_buffer_ = static_cast<char*>(std::malloc(kReadBufferSize));
   if (read_buffer_ == nullptr) throw std::bad_alloc();
 }
@@ -196,6 +200,9 @@ void Worker::on_prepare(uv_prepare_t* handle) {
       }
     }
   }
+  if (reheap::Zone::heap_cache_bytes() != 0) {
+    uv_timer_start(&w->purge_timer_, &Worker::on_purge, kPurgeAfterIdleMs, 0);
+  }
   w->sleeping_.store(true, std::memory_order_seq_cst);
   if (w->work_queued()) {
     w->sleeping_.store(false, std::memory_order_relaxed);
@@ -203,6 +210,8 @@ void Worker::on_prepare(uv_prepare_t* handle) {
     uv_idle_start(&w->idle_, &Worker::on_idle);
   }
 }
+
+void Worker::on_purge(uv_timer_t*) { reheap::Zone::purge_heap_cache(); }
 
 void Worker::on_check(uv_check_t* handle) {
   auto* w = static_cast<Worker*>(handle->data);

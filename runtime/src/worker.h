@@ -180,6 +180,7 @@ class Worker {
   static void on_idle(uv_idle_t* handle);
   static void on_prepare(uv_prepare_t* handle);
   static void on_check(uv_check_t* handle);
+  static void on_purge(uv_timer_t* handle);
 
   RuntimeImpl& runtime_;
   const int index_;
@@ -190,6 +191,10 @@ class Worker {
   uv_idle_t idle_{};
   uv_prepare_t prepare_{};
   uv_check_t check_{};
+  // Gives the thread's cached heaps back to the OS once the worker has slept this long (zone.h,
+  // "Recycling"): restarted each time the worker goes to sleep holding some.
+  static constexpr std::uint64_t kPurgeAfterIdleMs = 500;
+  uv_timer_t purge_timer_{};
   bool idle_active_ = false;
   bool in_event_ = false;
   Cell* running_ = nullptr;  // the cell run_cell is running

@@ -4,6 +4,10 @@
 // destroyed heap (checked builds, where the chunks are also inaccessible, so that a read or a
 // write through the pointer is reported too). Heap ids carry a generation: a heap created later
 // in the same chunk never has the old id.
+//
+// Release builds recycle heaps (zone.h, "Recycling"): a destroyed heap's first chunk waits in
+// the zone's heap cache, tombstoned as in quarantine, and is reused once HeapCacheConfig::delay
+// more heaps were destroyed after it. So there the guarantee holds for the next `delay` heaps; tests of the quarantine itself turn the cache off (CacheOff), as checked builds have it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -32,6 +36,20 @@ struct Quarantine {
   ~Quarantine() { Zone::set_quarantine(before); }
 };
 
+// Turns the heap cache off for a scope, emptying it: destroyed heaps go to the quarantine.
+struct CacheOff {
+  HeapCacheConfig before;
+  CacheOff() {
+    Zone::purge_heap_cache();
+    HeapCacheConfig off;
+    off.heaps = 0;
+    before = Zone::set_heap_cache(off);
+  }
+  ~CacheOff() { Zone::set_heap_cache(before); }
+  CacheOff(const CacheOff&) = delete;
+  CacheOff& operator=(const CacheOff&) = delete;
+};
+
 // A live heap whose blocks hold a known pattern, checked after the misuse.
 struct Victim {
   HeapPtr heap = Heap::create();
@@ -56,6 +74,7 @@ struct Victim {
 };
 
 TEST(StalePointer, ANewHeapNeverTakesTheChunksOfOneJustDestroyed) {
+  CacheOff quarantine_only;
   HeapPtr old = Heap::create();
   void* p = old->allocate(64);
   const std::uint64_t old_id = old->id();
@@ -71,7 +90,33 @@ TEST(StalePointer, ANewHeapNeverTakesTheChunksOfOneJustDestroyed) {
   EXPECT_EQ(Heap::owner_of(p), nullptr);
 }
 
+// With the cache on, the next `delay` heaps created never take the chunks of one destroyed just
+// before, and no id repeats after them either.
+TEST(StalePointer, ARecycledHeapIsReusedOnlyAfterTheDelay) {
+  Zone::purge_heap_cache();
+  HeapCacheConfig on;  // the release builds' defaults
+  const HeapCacheConfig before = Zone::set_heap_cache(on);
+  HeapPtr old = Heap::create();
+  void* p = old->allocate(64);
+  const std::uint64_t old_id = old->id();
+  old.reset();
+  std::set<std::uint64_t> ids;
+  for (std::size_t i = 0; i < 64; ++i) {
+    HeapPtr fresh = Heap::create();
+    if (i < on.delay) {
+      EXPECT_NE(Heap::owner_of(p), fresh.get()) << "heap " << i << " took a destroyed heap's chunk";
+      EXPECT_EQ(Heap::owner_of(p), nullptr);
+    }
+    EXPECT_NE(fresh->id(), old_id);
+    ids.insert(fresh->id());
+  }
+  EXPECT_EQ(ids.size(), 64u) << "ids never repeat, recycled or not";
+  Zone::purge_heap_cache();
+  Zone::set_heap_cache(before);
+}
+
 TEST(StalePointer, AHeapCreatedLaterInTheSameChunkHasAnotherId) {
+  CacheOff quarantine_only;
   Quarantine off(0);  // the chunk is handed out again at once
   HeapPtr first = Heap::create();
   const std::uint64_t first_id = first->id();
@@ -144,6 +189,7 @@ TEST(StalePointer, RestoreCyclesKeepTheQuarantineBookkeepingExact) {
   EXPECT_EXIT(
       {
         Zone::configure(ZoneConfig{0, std::size_t{64} << 30, 4096});  // waiting: at most 128
+        CacheOff quarantine_only;
         {
           std::vector<HeapPtr> early;  // their chunks wait at the ring's head
           for (int i = 0; i < 50; ++i) early.push_back(Heap::create());

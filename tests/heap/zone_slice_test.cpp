@@ -25,6 +25,9 @@ std::size_t first_chunk(const Heap& heap) { return static_cast<std::size_t>((hea
 [[noreturn]] void fill_node_fives_slice_and_exit() {
   if (Zone::reserved()) std::exit(2);
   Zone::configure(ZoneConfig{Zone::default_config().base, 64 * GiB, 0, 5});  // no quarantine
+  HeapCacheConfig no_cache;  // and no heap cache: a destroyed heap's chunk is freed at once
+  no_cache.heaps = 0;
+  Zone::set_heap_cache(no_cache);
   std::vector<HeapPtr> heaps;
   heaps.push_back(Heap::create());
   const NodeIdentity id = NodeIdentity::current();

@@ -131,12 +131,31 @@ class QuarantineLength {
   std::size_t before_;
 };
 
+// Turns the heap cache off for a scope (zone.h, "Recycling"), emptying it first.
+class NoHeapCache {
+ public:
+  NoHeapCache() : before_(off()) {}
+  NoHeapCache(const NoHeapCache&) = delete;
+  NoHeapCache& operator=(const NoHeapCache&) = delete;
+  ~NoHeapCache() { Zone::set_heap_cache(before_); }
+
+ private:
+  static HeapCacheConfig off() {
+    Zone::purge_heap_cache();
+    HeapCacheConfig none;
+    none.heaps = 0;
+    return Zone::set_heap_cache(none);
+  }
+  HeapCacheConfig before_;
+};
+
 TEST(NodeSlice, ACollisionNamesBothHeapsAndHowToAvoidIt) {
   const Case& c = find_case("map");
   TempDir dir;
   const auto file = dir / "collides.snap";
   HeapPtr placeholder = Heap::create();  // reserves the zone before the quarantine changes
   const QuarantineLength no_quarantine(0);
+  const NoHeapCache no_cache;  // nor a heap cache: the destroyed heap's chunk is free at once
   std::uint64_t saved_id = 0;
   std::size_t saved_chunk = 0;
   {

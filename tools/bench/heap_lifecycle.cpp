@@ -4,7 +4,9 @@
 // holding a std::string, an int and a double[10], reusing the same chunk (steady state); the same
 // with all N heaps alive at once, where every heap touches fresh address space (page faults and
 // page-table pages, which in a VM may also fault in the host); and the memory an idle heap holds:
-// its own committed_bytes, and the process's RSS and page-table (VmPTE) growth per heap.
+// its own committed_bytes, and the process's RSS and page-table (VmPTE) growth per heap; and,
+// after the live heaps are destroyed, what the heap cache keeps of them and the RSS
+// once Zone::purge_heap_cache() gave it back.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +65,19 @@ int main(int argc, char** argv) {
   auto t3 = Clock::now();
   std::printf("%d live heaps: create %.2f us, populate %.2f us, destroy %.2f us each\n", n,
               us_per(t0, t1, n), us_per(t1, t2, n), us_per(t2, t3, n));
+  // After the burst: the destroyed heaps the heap cache kept (zone.h, "Recycling") hold
+  // RSS until purged, as a runtime worker does after half a second of sleep.
+  const std::size_t rss_after = bench::current_rss_bytes();
+  const reheap::ZoneStats cached = reheap::Zone::stats();
+  const auto p0 = Clock::now();
+  const std::size_t purged = reheap::Zone::purge_heap_cache();
+  const auto p1 = Clock::now();
+  std::printf("after the burst: RSS %+.1f MiB over the start, %zu heaps cached (%.1f MiB retained); "
+              "purge_heap_cache gave back %.1f MiB in %.0f us: RSS %+.1f MiB over the start\n",
+              (double(rss_after) - double(rss0)) / 1048576, cached.cached_heaps,
+              double(cached.retained_bytes) / 1048576, double(purged) / 1048576,
+              std::chrono::duration<double, std::micro>(p1 - p0).count(),
+              (double(bench::current_rss_bytes()) - double(rss0)) / 1048576);
   std::printf("idle heap with 3 objects: committed_bytes %zu, reserved %zu MiB; per heap RSS "
               "%.1f KiB, page tables %.1f KiB; zone held %zu heaps in %zu class chunks\n",
               s.committed_bytes, s.reserved_bytes >> 20, double(rss1 - rss0) / 1024 / n,

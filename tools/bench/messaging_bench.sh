@@ -105,8 +105,8 @@ if [[ ${#available[@]} -eq 0 ]]; then
 fi
 
 # Tests and their sizes (n; see messaging_bench.h). --quick does a tenth of the work.
-tests=(pingpong oneway fanin spawn)
-declare -A size=([pingpong]=200000 [oneway]=10000000 [fanin]=10000000 [spawn]=1000000)
+tests=(pingpong oneway fanin spawn spawnmain)
+declare -A size=([pingpong]=200000 [oneway]=10000000 [fanin]=10000000 [spawn]=1000000 [spawnmain]=1000000)
 if [[ $quick -eq 1 ]]; then
   for t in "${tests[@]}"; do size[$t]=$(( size[$t] / 10 )); done
 fi
@@ -276,7 +276,7 @@ ratio() {  # ratio STATS_A STATS_B -> median_a / median_b, or — unless both ar
 unit() {
   case "$1" in
     pingpong*) echo "round trips/s" ;;
-    spawn) echo "actors/s" ;;
+    spawn*) echo "actors/s" ;;
     *) echo "messages/s" ;;
   esac
 }

@@ -81,12 +81,16 @@ class Heap {
   Heap(const Heap&) = delete;
   Heap& operator=(const Heap&) = delete;
 
-  // Takes a fresh chunk from the zone (reserving the zone on first use). Throws std::bad_alloc
-  // when the zone is full, std::system_error when the zone cannot be reserved.
+  // Takes a chunk for the heap: a recycled one from the zone's heap cache when one is ready
+  // (zone.h, "Recycling"), else a fresh one from the zone (reserving the zone on first use).
+  // Either way the heap starts empty, its blocks zero-filled until reused. Throws
+  // std::bad_alloc when the zone is full, std::system_error when the zone cannot be reserved.
   static HeapPtr create(const HeapConfig& config = {});
 
   // Releases every chunk of the heap. Pointers into it become invalid. If the heap is current
-  // on this thread, the thread falls back to the system allocator.
+  // on this thread, the thread falls back to the system allocator. A heap whose first chunk is
+  // small enough keeps that chunk, pages committed, in the zone's heap cache for a later
+  // create() (zone.h, "Recycling"); its other chunks go back to the zone.
   static void destroy(Heap* heap) noexcept;
 
   // The live heap owning `p` (any address inside one of its chunks), or null. O(1).

@@ -23,6 +23,25 @@
 // a request can be met only with waiting chunks (exactly those leave), or a snapshot restored in
 // the process needs those chunks.
 //
+// Recycling. A heap destroyed whose first chunk holds at most HeapCacheConfig::max_heap_bytes
+// is not released but kept, its pages committed, in the zone's heap cache (its other chunks are
+// released as above); Heap::create, on any thread, takes the oldest cached heap once more than
+// HeapCacheConfig::delay heaps wait behind it, so a create and destroy cost neither madvise nor
+// page faults (and a runtime, which creates a reactor's heap on the spawning thread and destroys
+// it on the worker that ran it, recycles across threads). Whatever the old heap wrote is
+// invisible to the new one: its header page is cleared, and a page of the old heap's lanes is
+// zeroed when the new heap's carving first reaches it, so that the new heap, and any snapshot of
+// it, sees zeros or its own bytes only. While cached, the chunk is tombstoned as in quarantine.
+// So the stale-pointer guarantee above holds, for a heap that went to the cache, until `delay`
+// (default 16) more heaps were destroyed in the process after it; then a stale pointer may reach
+// a live heap, as with any allocator. Builds with REHEAP_CHECKS start with the cache off (heaps =
+// 0): there every destroyed heap goes to the quarantine and the full guarantee holds. The cache
+// is bounded (`heaps`, `bytes`); past a bound its oldest heaps are given back (madvise, then the
+// quarantine) until it is an eighth below; purge_heap_cache() gives back all of them (the
+// runtime's workers call it after half a second asleep). A restore needing a cached heap's chunk
+// takes it (its pages discarded first). Cached heaps are counted in ZoneStats (cached_heaps,
+// retained_bytes), in no heap's stats.
+//
 // Slices. Each half of the zone is cut into NodeIdentity::kMaxNodes (64) slices, one per node id
 // (node_identity.h): in the default 64 TiB zone, 8192 chunks (512 GiB) of each half. A heap
 // created in a process takes its first chunk, and any chunk it adds, from its node's slice: the
@@ -64,6 +83,10 @@ struct ZoneStats {
   std::size_t large_chunks_in_use = 0;
   std::size_t live_heaps = 0;
   std::size_t quarantined_chunks = 0;  // given back, waiting before reuse
+  // Heaps held in the heap cache for reuse (see "Recycling"), and the pages they keep committed:
+  // memory no live heap counts, that purge_heap_cache() or the cache's bounds give back.
+  std::size_t cached_heaps = 0;
+  std::size_t retained_bytes = 0;
   // Where the first-fit search for a new heap's chunks starts in each half (chunk indexes): the
   // node's slice and the incarnation's window in it (see above). Set when the zone is reserved.
   std::size_t class_start_chunk = 0;
@@ -72,6 +95,16 @@ struct ZoneStats {
   // calling thread, in builds without REHEAP_CHECKS. They are ignored (the block leaks) so that a
   // foreign heap is never corrupted; checked builds abort instead.
   std::size_t ignored_frees = 0;
+};
+
+// The heap cache (see "Recycling").
+struct HeapCacheConfig {
+  std::size_t heaps = 2048;  // heaps the cache keeps at most (clamped to 4096; 0: no recycling)
+  std::size_t bytes = std::size_t{64} << 20;  // committed bytes it keeps at most
+  // A cached heap is reused only once this many heaps were destroyed after it.
+  std::size_t delay = 16;
+  // A dying heap whose first chunk has more pages committed is released, not cached.
+  std::size_t max_heap_bytes = std::size_t{1} << 20;
 };
 
 class Zone {
@@ -93,6 +126,21 @@ class Zone {
   // Changes the quarantine's length at any time (clamped to an eighth of the zone's chunks; 0
   // ends it, freeing every waiting chunk). Returns the length it replaces.
   static std::size_t set_quarantine(std::size_t chunks) noexcept;
+
+  // The heap cache's settings (see "Recycling"): HeapCacheConfig's defaults, or heaps = 0 in
+  // builds with REHEAP_CHECKS. New settings apply from the next destroy or create on (a cache
+  // over its new bounds shrinks at the next destroy, or purge_heap_cache()). Returns the
+  // settings replaced.
+  static HeapCacheConfig heap_cache() noexcept;
+  static HeapCacheConfig set_heap_cache(const HeapCacheConfig& config) noexcept;
+
+  // Gives back to the OS every heap the cache holds (madvise, then the zone's quarantine).
+  // Returns the bytes given back. Changes nothing a program observes but its RSS (and which
+  // chunk, so which address and id, a later heap gets).
+  static std::size_t purge_heap_cache() noexcept;
+  // The committed bytes the heap cache holds (ZoneStats::retained_bytes) without the zone lock,
+  // for an idle path to ask.
+  static std::size_t heap_cache_bytes() noexcept;
 };
 
 }  // namespace reheap

@@ -37,9 +37,11 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "caf/all.hpp"
@@ -239,6 +241,40 @@ double run_spawn(caf::actor_system& system, std::uint64_t n) {
   return msgbench::seconds_between(start, end);
 }
 
+// ---- spawnmain ---------------------------------------------------------------------------------
+// Main spawns the children itself (actor_system::spawn) in waves of 1,000; each sends `done` to a
+// collector, which wakes main when a wave is complete. Clock: in main, from the first spawn until
+// await_all_actors_done returns.
+
+caf::behavior collector(caf::event_based_actor* self, std::uint64_t n, std::atomic<std::uint64_t>* done) {
+  auto count = std::make_shared<std::uint64_t>(0);
+  return {
+      [self, n, done, count](done_atom) {
+        const std::uint64_t c = ++*count;
+        done->store(c, std::memory_order_release);
+        if (c % kSpawnWave == 0 || c == n) done->notify_one();
+        if (c == n) self->quit();
+      },
+  };
+}
+
+double run_spawn_main(caf::actor_system& system, std::uint64_t n) {
+  std::atomic<std::uint64_t> done{0};
+  const Clock::time_point start = Clock::now();
+  const caf::actor sink = system.spawn(collector, n, &done);
+  for (std::uint64_t spawned = 0; spawned < n;) {
+    const std::uint64_t wave = std::min(kSpawnWave, n - spawned);
+    for (std::uint64_t i = 0; i < wave; ++i) system.spawn(child, sink);
+    spawned += wave;
+    for (std::uint64_t d = done.load(std::memory_order_acquire); d < spawned; d = done.load(std::memory_order_acquire)) {
+      done.wait(d, std::memory_order_acquire);
+    }
+  }
+  system.await_all_actors_done();
+  const Clock::time_point end = Clock::now();
+  return msgbench::seconds_between(start, end);
+}
+
 }  // namespace
 }  // namespace cafbench
 
@@ -287,6 +323,8 @@ int main(int argc, char** argv) {
             run_stream<caf::no_spawn_options>(system, n, options.senders));
       case msgbench::Test::spawn:
         return msgbench::Seconds(cafbench::run_spawn(system, n));
+      case msgbench::Test::spawnmain:
+        return msgbench::Seconds(cafbench::run_spawn_main(system, n));
     }
     return msgbench::Seconds();
   });

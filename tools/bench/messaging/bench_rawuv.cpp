@@ -365,6 +365,7 @@ int main(int argc, char** argv) {
       case msgbench::Test::fanin:
         return msgbench::Seconds(rawuv::stream(settings, n, options.senders));
       case msgbench::Test::spawn:
+      case msgbench::Test::spawnmain:
         break;
     }
     return msgbench::Seconds();  // spawn: there are no actors to spawn

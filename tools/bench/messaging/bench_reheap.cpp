@@ -465,6 +465,50 @@ double run_spawn(Runtime& rt, std::uint64_t n) {
   return msgbench::seconds_between(start, end);
 }
 
+// ---- spawnmain ---------------------------------------------------------------------------------
+// Main spawns the Children itself (Runtime::spawn from outside the runtime, placed by the runtime)
+// in waves of 1,000; each sends Done to a Collector (worker 0), which wakes main when a wave is
+// complete. Clock: in main, from the first spawn until every reactor has stopped.
+
+class Collector final : public Reactor {
+ public:
+  Collector(std::uint64_t n, std::atomic<std::uint64_t>* done) : n_(n), done_(done) {
+    handle<&Collector::on_done>();
+  }
+
+ private:
+  void on_done(const Done&) {
+    const std::uint64_t count = ++count_;
+    done_->store(count, std::memory_order_release);
+    // Main waits for whole waves only: a wake-up per Done would charge it a futex call each.
+    if (count % kSpawnWave == 0 || count == n_) done_->notify_one();
+    if (count == n_) stop();
+  }
+
+  std::uint64_t n_;
+  std::uint64_t count_ = 0;
+  std::atomic<std::uint64_t>* done_;
+};
+
+double run_spawn_main(Runtime& rt, std::uint64_t n) {
+  std::atomic<std::uint64_t> done{0};
+  const std::uint64_t wakeups = rt.stats().wakeups;
+  const Clock::time_point start = Clock::now();
+  const ActorRef collector = rt.spawn<Collector>(on_worker(0), n, &done);
+  for (std::uint64_t spawned = 0; spawned < n;) {
+    const std::uint64_t wave = std::min(kSpawnWave, n - spawned);
+    for (std::uint64_t i = 0; i < wave; ++i) rt.spawn<Child>(collector);
+    spawned += wave;
+    for (std::uint64_t d = done.load(std::memory_order_acquire); d < spawned; d = done.load(std::memory_order_acquire)) {
+      done.wait(d, std::memory_order_acquire);
+    }
+  }
+  wait_all_stopped(rt);
+  const Clock::time_point end = Clock::now();
+  note_wakeups(rt, wakeups, n);
+  return msgbench::seconds_between(start, end);
+}
+
 }  // namespace
 
 // The value of a numeric flag of ours, `fallback` when absent; exits with status 2 if malformed.
@@ -579,6 +623,8 @@ int main(int argc, char** argv) {
         return msgbench::Seconds(run_stream(rt, n, options.senders));
       case msgbench::Test::spawn:
         return msgbench::Seconds(run_spawn(rt, n));
+      case msgbench::Test::spawnmain:
+        return msgbench::Seconds(run_spawn_main(rt, n));
     }
     return msgbench::Seconds();
   });

@@ -36,6 +36,7 @@ constexpr TestInfo kTests[] = {
     {Test::pingpong, "pingpong", 200'000},
     {Test::oneway, "oneway", 10'000'000},
     {Test::spawn, "spawn", 1'000'000},
+    {Test::spawnmain, "spawnmain", 1'000'000},
     {Test::fanin, "fanin", 10'000'000},
 };
 
@@ -47,7 +48,8 @@ constexpr TestInfo kTests[] = {
                "tests (n counts):\n"
                "  pingpong  round trips between two actors           (default 200000)\n"
                "  oneway    messages from one sender to one receiver  (default 10000000)\n"
-               "  spawn     actors spawned and stopped                (default 1000000)\n"
+               "  spawn     actors spawned by an actor and stopped    (default 1000000)\n"
+               "  spawnmain actors spawned from main and stopped      (default 1000000)\n"
                "  fanin     messages in total, from S senders to one receiver\n"
                "            (default 10000000, S = 100; n must be a multiple of S)\n"
                "\n"

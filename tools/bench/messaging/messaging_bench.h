@@ -7,7 +7,7 @@
 // performs the test once with `n` units of work, checks its result, and returns the measured
 // seconds. The command line is
 //
-//   <bin> <pingpong|oneway|spawn|fanin> [--n N] [--reps R] [--no-warmup] [--senders S]
+//   <bin> <pingpong|oneway|spawn|spawnmain|fanin> [--n N] [--reps R] [--no-warmup] [--senders S]
 //
 // and every repetition prints exactly one line
 //
@@ -20,7 +20,8 @@
 // What `n` counts, per test (see tools/bench/README.md, "Messaging benchmarks"):
 //   pingpong  round trips between two actors on different threads        (default 200,000)
 //   oneway    messages from one sender to one receiver on another thread  (default 10,000,000)
-//   spawn     actors spawned and stopped                                   (default 1,000,000)
+//   spawn     actors spawned (by an actor) and stopped                     (default 1,000,000)
+//   spawnmain actors spawned from main, outside the runtime, and stopped   (default 1,000,000)
 //   fanin     messages in total from `--senders` senders (default 100) to one receiver
 //             (default 10,000,000, that is 100 x 100,000)
 //
@@ -44,7 +45,7 @@
 
 namespace msgbench {
 
-enum class Test { pingpong, oneway, spawn, fanin };
+enum class Test { pingpong, oneway, spawn, spawnmain, fanin };
 
 const char* test_name(Test test) noexcept;
 

@@ -1,0 +1,187 @@
+// The heap cache (heap_cache.h): caching a dying heap, reusing it, and giving cached heaps back
+// to the OS when the cache is over its bounds or purged.
+#include "heap_cache.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include "current.h"
+#include "heap_fast.h"
+#include "os.h"
+#include "report.h"
+
+namespace reheap {
+namespace detail {
+namespace {
+
+// The checked build's free bitmap of a group: one bit per 8 bytes of each class lane.
+constexpr std::size_t kShadowBytes = align_up(kNumClasses * (kLaneSize / 64), kPageSize);
+
+struct Settings {
+  std::atomic<std::size_t> heaps;
+  std::atomic<std::size_t> bytes;
+  std::atomic<std::size_t> delay;
+  std::atomic<std::size_t> max_heap_bytes;
+};
+// Checked builds start without recycling: every destroyed heap goes to the quarantine.
+constinit Settings g_settings{kChecks ? 0 : HeapCacheConfig{}.heaps, HeapCacheConfig{}.bytes,
+                              HeapCacheConfig{}.delay, HeapCacheConfig{}.max_heap_bytes};
+
+// What a cached chunk keeps of its old heap, written where that heap's state was.
+struct CachedHeap {
+  HeapId old_id;
+  std::uint32_t groups;  // groups of the chunk carved in (checked builds clear their shadow lanes)
+  std::uint32_t dirty_end[kNumClasses];
+};
+static_assert(sizeof(CachedHeap) <= sizeof(HeapState));
+
+// Discards a chunk no longer cached and gives it to the zone's quarantine.
+void release_chunk(std::uintptr_t chunk) noexcept {
+  const HeapId old_id = reinterpret_cast<const CachedHeap*>(heap_at(chunk))->old_id;
+  if (os::discard(chunk, kChunkSize) != 0) {
+    fatal("madvise(MADV_DONTNEED) of the cached chunk at %#lx failed", static_cast<unsigned long>(chunk));
+  }
+  zone().release(chunk, 1, old_id);
+}
+
+// Gives back the oldest cached heaps while more than `keep_heaps` or `keep_bytes` wait; returns
+// the bytes given back. The zone lock is held only to pick them, a batch at a time.
+std::size_t release_oldest(std::size_t keep_heaps, std::size_t keep_bytes) noexcept {
+  constexpr std::size_t kBatch = 64;
+  ZoneImpl::CachedChunk batch[kBatch];
+  std::size_t bytes = 0;
+  while (true) {
+    const std::size_t n = zone().pop_cached(keep_heaps, keep_bytes, batch, kBatch);
+    for (std::size_t i = 0; i < n; ++i) {
+      release_chunk(ZoneImpl::chunk_address(batch[i].chunk));
+      bytes += std::size_t{batch[i].pages} << kPageShift;
+    }
+    if (n < kBatch) return bytes;
+  }
+}
+
+// Committed pages of the first class chunk of `h`, and what the record says of it.
+std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
+  const ChunkHeader* first = h->class_head;
+  const std::uintptr_t base = chunk_of(first, true);
+  std::size_t bytes = kPageSize;  // the header page
+  record->groups = 1;
+  for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+    const ClassCursor& k = h->cursor[cls];
+    if (k.chunk == nullptr) continue;
+    const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
+    if (k.chunk == first) {
+      const std::uintptr_t lane = base + k.group * kGroupSize + cls * kLaneSize;
+      const auto limit = reinterpret_cast<std::uintptr_t>(k.limit);
+      bytes += k.group * whole_lane + (limit - lane);
+      record->dirty_end[cls] = static_cast<std::uint32_t>(limit - base);
+      record->groups = std::max(record->groups, k.group + 1);
+    } else {
+      bytes += kGroupsPerChunk * whole_lane;
+      record->dirty_end[cls] =
+          static_cast<std::uint32_t>((kGroupsPerChunk - 1) * kGroupSize + cls * kLaneSize + whole_lane);
+      record->groups = kGroupsPerChunk;
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+bool cache_heap(HeapState* h) noexcept {
+  if (g_settings.heaps.load(std::memory_order_relaxed) == 0) return false;
+  CachedHeap record{};
+  const std::size_t bytes = first_chunk_bytes(h, &record);
+  if (bytes > g_settings.max_heap_bytes.load(std::memory_order_relaxed)) return false;
+  const HeapId id = h->id;
+  record.old_id = id;
+  if (t_current == h) t_current = &g_no_heap;
+  ZoneImpl& z = zone();
+  if (ChunkObserver* o = z.observer(id)) {
+    z.set_observer(id, nullptr);
+    o->heap_destroyed();
+  }
+  unpoison_free_blocks(h);
+  for (ChunkHeader* c = h->large_head; c != nullptr;) {
+    ChunkHeader* next = c->next;
+    const std::size_t chunks = owned_run_chunks(h, c);
+    release_chunk_pages(h, c, false);
+    z.release(reinterpret_cast<std::uintptr_t>(c), chunks, id);
+    c = next;
+  }
+  ChunkHeader* first = h->class_head;
+  for (ChunkHeader* c = first->next; c != nullptr;) {
+    ChunkHeader* next = c->next;
+    release_chunk_pages(h, c, true);
+    z.release(chunk_of(c, true), 1, id);
+    c = next;
+  }
+  const std::uintptr_t chunk = chunk_of(first, true);
+  new (heap_at(chunk)) CachedHeap(record);  // h is gone from here on
+  z.heap_destroyed();
+  // Past a bound, down to seven eighths of it at once: a cache that just overflowed would
+  // otherwise give back one heap per destroy from then on.
+  const std::size_t heaps = std::min(g_settings.heaps.load(std::memory_order_relaxed), ZoneImpl::kMaxCachedHeaps);
+  const std::size_t max_bytes = g_settings.bytes.load(std::memory_order_relaxed);
+  switch (z.cache(chunk, id, bytes, heaps, max_bytes)) {
+    case ZoneImpl::Cached::kYes:
+      break;
+    case ZoneImpl::Cached::kOverBound:
+      release_oldest(heaps - heaps / 8, max_bytes - max_bytes / 8);
+      break;
+    case ZoneImpl::Cached::kNoRoom:
+      release_chunk(chunk);
+      break;
+  }
+  return true;
+}
+
+std::uintptr_t reuse_cached_heap(HeapId* id, std::uint32_t* dirty_end) noexcept {
+  if (zone().retained_bytes() == 0) return 0;  // the common case without recycling: no lock
+  const std::uintptr_t chunk = zone().reuse(g_settings.delay.load(std::memory_order_relaxed), id);
+  if (chunk != 0) {
+    const CachedHeap record = *reinterpret_cast<const CachedHeap*>(heap_at(chunk));
+    std::memcpy(dirty_end, record.dirty_end, sizeof record.dirty_end);
+    // The header page reads as a fresh chunk's; the state itself is constructed whole by
+    // Heap::create, so only the bytes around it are cleared here.
+    char* const page = reinterpret_cast<char*>(class_header(chunk));
+    std::memset(page, 0, kStateOffset);
+    std::memset(page + kStateOffset + sizeof(HeapState), 0, kPageSize - kStateOffset - sizeof(HeapState));
+    if constexpr (kChecks) {
+      // The free bitmaps are read whole by a snapshot: none of the old heap's bits may remain.
+      for (std::uint32_t g = 0; g < record.groups; ++g) {
+        std::memset(reinterpret_cast<void*>(chunk + g * kGroupSize + kShadowLane * kLaneSize), 0, kShadowBytes);
+      }
+    }
+  }
+  return chunk;
+}
+
+}  // namespace detail
+
+HeapCacheConfig Zone::heap_cache() noexcept {
+  const detail::Settings& s = detail::g_settings;
+  return HeapCacheConfig{s.heaps.load(std::memory_order_relaxed), s.bytes.load(std::memory_order_relaxed),
+                         s.delay.load(std::memory_order_relaxed),
+                         s.max_heap_bytes.load(std::memory_order_relaxed)};
+}
+
+HeapCacheConfig Zone::set_heap_cache(const HeapCacheConfig& config) noexcept {
+  const HeapCacheConfig before = heap_cache();
+  detail::Settings& s = detail::g_settings;
+  s.heaps.store(std::min(config.heaps, detail::ZoneImpl::kMaxCachedHeaps), std::memory_order_relaxed);
+  s.bytes.store(config.bytes, std::memory_order_relaxed);
+  s.delay.store(config.delay, std::memory_order_relaxed);
+  s.max_heap_bytes.store(config.max_heap_bytes, std::memory_order_relaxed);
+  return before;
+}
+
+std::size_t Zone::purge_heap_cache() noexcept { return detail::release_oldest(0, 0); }
+
+std::size_t Zone::heap_cache_bytes() noexcept {
+  return detail::zone().reserved() ? detail::zone().retained_bytes() : 0;
+}
+
+}  // namespace reheap

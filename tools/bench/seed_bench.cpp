@@ -1,0 +1,258 @@
+// seed_bench: the loops of two published allocator comparisons, run as their authors ran them.
+//
+// Seed 000 (a memory-pool comparison: boost::pool, nginx, Tempesta): N = 20,000,000 objects of
+// 24 B ("Small") and N * 24 / 240 of 240 B ("Big"), each written once, with and without freeing
+// every 4th right after it was allocated; and "cr. & destr.": N / 100 pools, each created, given
+// 100 objects (Big when the pool's index is a multiple of 4, else Small) and destroyed.
+// Seed 003 (unordered_set<int>): 1,000,000 random ints inserted, erased one by one, reinserted;
+// TSC ticks per operation.
+//
+// One source, one executable per allocator (CMakeLists.txt), as alloc_bench does: the plain
+// `new` lines measure whatever allocator the executable links. The reheap executable runs them
+// inside a HeapScope of a fresh heap (and a pool is a Heap); the glibc executable also runs the
+// pool libraries of seed 000: boost::object_pool, boost::pool<>, std::pmr pools. The "Small" and
+// "Big" lines keep the objects' addresses in an array made before the clock starts and free them
+// after it stops, so that every allocator gets its memory back the same way (seed 000 leaves the
+// destruction of its pools out of the timing too). Output: one line per measurement,
+// "<line>\t<allocator>\t<value>\t<unit>", read by seed_bench.sh.
+#include <boost/pool/object_pool.hpp>
+#include <boost/pool/pool.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory_resource>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "bench_clock.h"
+
+#ifdef SEED_BENCH_REHEAP
+#include <reheap/heap.h>
+#include <reheap/heap_scope.h>
+#endif
+
+namespace {
+
+struct Small {
+  long v[3];
+};
+struct Big {
+  long v[30];
+};
+static_assert(sizeof(Small) == 24 && sizeof(Big) == 240);
+
+constexpr std::size_t kN = 20'000'000;
+
+inline void escape(void* p) { asm volatile("" : : "g"(p) : "memory"); }
+
+// touch_obj() of the seed: the object is checked and written once.
+template <class T>
+inline void touch(T* o) {
+  if (__builtin_expect(o == nullptr, 0)) {
+    std::fprintf(stderr, "seed_bench: failed alloc\n");
+    std::abort();
+  }
+  o->v[0] = 1;
+  escape(o);
+}
+
+void report(const std::string& line, const char* alloc, double value, const char* unit) {
+  std::printf("%s\t%s\t%.3f\t%s\n", line.c_str(), alloc, value, unit);
+  std::fflush(stdout);
+}
+
+double ms_since(const bench::Stopwatch& sw) { return static_cast<double>(sw.elapsed().ns) / 1e6; }
+
+// What runs the plain-`new` lines: a fresh reheap heap made current, or nothing.
+struct AllocatorScope {
+#ifdef SEED_BENCH_REHEAP
+  reheap::HeapPtr heap = reheap::Heap::create();
+  reheap::HeapScope scope{*heap};
+#endif
+};
+
+// ---- seed 000 with plain new/delete --------------------------------------------------------------
+
+template <class T>
+void new_line(const char* alloc, const char* name, bool with_free, std::vector<T*>& keep) {
+  const std::size_t n = kN * sizeof(Small) / sizeof(T);
+  keep.assign(n, nullptr);
+  double ms = 0;
+  {
+    [[maybe_unused]] AllocatorScope scope;
+    const bench::Stopwatch sw;
+    for (std::size_t i = 0; i < n; ++i) {
+      T* o = new T;
+      touch(o);
+      if (__builtin_expect(!(i & 3), 0) && with_free) {
+        delete o;
+      } else {
+        keep[i] = o;
+      }
+    }
+    ms = ms_since(sw);
+    for (T* o : keep) delete o;
+  }
+  report(std::string(name) + (with_free ? " w/ free" : ""), alloc, ms, "ms");
+}
+
+void new_pools(const char* alloc) {
+  Small* small[100];
+  Big* big[100];
+  const bench::Stopwatch sw;
+  for (std::size_t i = 0; i < kN / 100; ++i) {
+#ifdef SEED_BENCH_REHEAP
+    reheap::HeapPtr pool = reheap::Heap::create();
+    reheap::HeapScope scope(*pool);
+    for (std::size_t j = 0; j < 100; ++j) {
+      if (!(i & 3)) touch(new Big); else touch(new Small);
+    }
+    (void)small;
+    (void)big;
+#else
+    for (std::size_t j = 0; j < 100; ++j) {
+      if (!(i & 3)) touch(big[j] = new Big); else touch(small[j] = new Small);
+    }
+    for (std::size_t j = 0; j < 100; ++j) {
+      if (!(i & 3)) delete big[j]; else delete small[j];
+    }
+#endif
+  }
+  report("cr. & destr.", alloc, ms_since(sw), "ms");
+}
+
+// ---- seed 000 with the pool libraries (glibc executable only) ------------------------------------
+
+template <class Pool, class T>
+void pool_line(const char* alloc, const char* name, bool with_free, Pool& p,
+               T* (*get)(Pool&), void (*put)(Pool&, T*)) {
+  const std::size_t n = kN * sizeof(Small) / sizeof(T);
+  const bench::Stopwatch sw;
+  for (std::size_t i = 0; i < n; ++i) {
+    T* o = get(p);
+    touch(o);
+    if (__builtin_expect(!(i & 3), 0) && with_free) put(p, o);
+  }
+  report(std::string(name) + (with_free ? " w/ free" : ""), alloc, ms_since(sw), "ms");
+}
+
+template <class T>
+void object_pool_lines(const char* name) {
+  for (bool with_free : {false, true}) {
+    boost::object_pool<T> p;
+    pool_line<boost::object_pool<T>, T>(
+        "boost::object_pool", name, with_free, p, [](boost::object_pool<T>& q) { return q.malloc(); },
+        [](boost::object_pool<T>& q, T* o) { q.free(o); });
+  }
+  for (bool with_free : {false, true}) {
+    boost::pool<> p(sizeof(T));
+    pool_line<boost::pool<>, T>(
+        "boost::pool", name, with_free, p, [](boost::pool<>& q) { return static_cast<T*>(q.malloc()); },
+        [](boost::pool<>& q, T* o) { q.free(o); });
+  }
+  for (bool with_free : {false, true}) {
+    std::pmr::unsynchronized_pool_resource p;
+    pool_line<std::pmr::unsynchronized_pool_resource, T>(
+        "pmr::unsync_pool", name, with_free, p,
+        [](std::pmr::unsynchronized_pool_resource& q) { return static_cast<T*>(q.allocate(sizeof(T))); },
+        [](std::pmr::unsynchronized_pool_resource& q, T* o) { q.deallocate(o, sizeof(T)); });
+  }
+  for (bool with_free : {false, true}) {
+    std::pmr::monotonic_buffer_resource p;
+    pool_line<std::pmr::monotonic_buffer_resource, T>(
+        "pmr::monotonic", name, with_free, p,
+        [](std::pmr::monotonic_buffer_resource& q) { return static_cast<T*>(q.allocate(sizeof(T))); },
+        [](std::pmr::monotonic_buffer_resource& q, T* o) { q.deallocate(o, sizeof(T)); });
+  }
+}
+
+template <class Make>
+void pool_pools(const char* alloc, Make make) {
+  const bench::Stopwatch sw;
+  for (std::size_t i = 0; i < kN / 100; ++i) make(i);
+  report("cr. & destr.", alloc, ms_since(sw), "ms");
+}
+
+void pool_libraries() {
+  object_pool_lines<Small>("Small");
+  object_pool_lines<Big>("Big");
+  pool_pools("boost::object_pool", [](std::size_t i) {
+    if (!(i & 3)) {
+      boost::object_pool<Big> p;
+      for (int j = 0; j < 100; ++j) touch(p.malloc());
+    } else {
+      boost::object_pool<Small> p;
+      for (int j = 0; j < 100; ++j) touch(p.malloc());
+    }
+  });
+  pool_pools("boost::pool", [](std::size_t i) {
+    boost::pool<> p(!(i & 3) ? sizeof(Big) : sizeof(Small));
+    for (int j = 0; j < 100; ++j) {
+      if (!(i & 3)) touch(static_cast<Big*>(p.malloc())); else touch(static_cast<Small*>(p.malloc()));
+    }
+  });
+  pool_pools("pmr::unsync_pool", [](std::size_t i) {
+    std::pmr::unsynchronized_pool_resource p;
+    for (int j = 0; j < 100; ++j) {
+      if (!(i & 3)) touch(static_cast<Big*>(p.allocate(sizeof(Big)))); else touch(static_cast<Small*>(p.allocate(sizeof(Small))));
+    }
+  });
+  pool_pools("pmr::monotonic", [](std::size_t i) {
+    std::pmr::monotonic_buffer_resource p;
+    for (int j = 0; j < 100; ++j) {
+      if (!(i & 3)) touch(static_cast<Big*>(p.allocate(sizeof(Big)))); else touch(static_cast<Small*>(p.allocate(sizeof(Small))));
+    }
+  });
+}
+
+// ---- seed 003 ------------------------------------------------------------------------------------
+
+void unordered_set_phases(const char* alloc, double tsc_hz) {
+  constexpr std::size_t kCount = 1'000'000;
+  std::vector<int> nums(kCount);
+  std::mt19937 rng(42);
+  for (int& v : nums) v = static_cast<int>(rng());
+  double ticks[3] = {};
+  {
+    [[maybe_unused]] AllocatorScope scope;
+    std::unordered_set<int> s;
+    std::uint64_t t0 = bench::tsc_now();
+    for (int v : nums) s.insert(v);
+    std::uint64_t t1 = bench::tsc_now();
+    for (int v : nums) s.erase(v);
+    std::uint64_t t2 = bench::tsc_now();
+    for (int v : nums) s.insert(v);
+    std::uint64_t t3 = bench::tsc_now();
+    escape(&s);
+    ticks[0] = static_cast<double>(t1 - t0) / kCount;
+    ticks[1] = static_cast<double>(t2 - t1) / kCount;
+    ticks[2] = static_cast<double>(t3 - t2) / kCount;
+  }
+  (void)tsc_hz;
+  report("uset insert", alloc, ticks[0], "ticks/op");
+  report("uset erase", alloc, ticks[1], "ticks/op");
+  report("uset reinsert", alloc, ticks[2], "ticks/op");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* alloc = SEED_BENCH_ALLOCATOR;
+  const std::string only = argc > 1 ? argv[1] : "all";
+  const double tsc_hz = bench::estimate_tsc_hz(50);
+  if (only == "all" || only == "000") {
+    std::vector<Small*> small;
+    std::vector<Big*> big;
+    for (bool with_free : {false, true}) new_line<Small>(alloc, "Small", with_free, small);
+    for (bool with_free : {false, true}) new_line<Big>(alloc, "Big", with_free, big);
+    new_pools(alloc);
+  }
+  if (only == "cr") new_pools(alloc);
+  if (only == "pools") pool_libraries();
+  if (only == "all" || only == "003") unordered_set_phases(alloc, tsc_hz);
+  return 0;
+}
