@@ -54,10 +54,8 @@ void Worker::run_cell(Cell* c) {
     return;
   }
   if (c->placement.due()) [[unlikely]] evaluate_placement(*this, c);
-  if (c->move_to != nullptr) {  // asked for by the placement policy just now
-    move_out(c);
-    return;
-  }
+  // Asked for by the placement policy just now; a socket may hold it back (then it waits).
+  if (c->move_to != nullptr && move_out(c)) return;
   // Unschedule, then look again: a sender that pushed before our store saw scheduled == 1 and
   // left the cell to us.
   c->scheduled.store(0, std::memory_order_seq_cst);
@@ -168,6 +166,7 @@ std::uint32_t Worker::run_plain_messages(Cell* c, std::uint32_t budget, Envelope
     c->stats.messages_in++;
     const Message m(*e);
     c->current_sender = e->sender;
+    c->placement.observe(e->sender);
     const bool live = funnel_.deliver_message(c, m);
     c->current_sender = 0;
     outbox_.flush();  // what the event sent, before the next event (outbox.h)
