@@ -123,19 +123,9 @@ class CriuEngine final : public CheckpointEngine {
       }
     }
     const int dir = open_directory(request.directory);
-    const std::lock_guard lock(call_mutex_);  // libcriu's options are process-global
-    criu_opts* opts = nullptr;
-    if (criu_local_init_opts(&opts) != 0) {
-      ::close(dir);
-      throw CheckpointError("libcriu could not initialise its options");
-    }
-    criu_local_set_images_dir_fd(opts, dir);
-    criu_local_set_log_file(opts, "dump.log");
-    criu_local_set_log_level(opts, 4);
+    const std::lock_guard lock(call_mutex_);
+    criu_opts* opts = options(dir, "dump.log", request.keep_established_tcp);
     criu_local_set_leave_running(opts, request.leave_running);
-    criu_local_set_shell_job(opts, true);
-    criu_local_set_ext_unix_sk(opts, true);
-    criu_local_set_tcp_established(opts, request.keep_established_tcp);
     const int rc = criu_local_dump(opts);
     criu_local_free_opts(opts);
     ::close(dir);
@@ -146,21 +136,11 @@ class CriuEngine final : public CheckpointEngine {
     return rc == 0 ? DumpOutcome::kDumped : DumpOutcome::kRestored;
   }
 
-  pid_t restore(const std::filesystem::path& directory, const ProcessRestoreOptions& options) {
+  pid_t restore(const std::filesystem::path& directory, const ProcessRestoreOptions& restore_options) {
     require_available();
     const int dir = open_directory(directory);
     const std::lock_guard lock(call_mutex_);
-    criu_opts* opts = nullptr;
-    if (criu_local_init_opts(&opts) != 0) {
-      ::close(dir);
-      throw CheckpointError("libcriu could not initialise its options");
-    }
-    criu_local_set_images_dir_fd(opts, dir);
-    criu_local_set_log_file(opts, "restore.log");
-    criu_local_set_log_level(opts, 4);
-    criu_local_set_shell_job(opts, true);
-    criu_local_set_ext_unix_sk(opts, true);
-    criu_local_set_tcp_established(opts, options.keep_established_tcp);
+    criu_opts* opts = options(dir, "restore.log", restore_options.keep_established_tcp);
     const int pid = criu_local_restore_child(opts);
     criu_local_free_opts(opts);
     ::close(dir);
@@ -176,6 +156,24 @@ class CriuEngine final : public CheckpointEngine {
   void require_available() {
     const CheckpointSupport s = support();
     if (!s.available) throw CheckpointError(s.reason);
+  }
+
+  // libcriu options for a dump or restore with images in `dir` (closed on failure), logging to
+  // `log` there. A shell job (the process may have a terminal) with external unix sockets (a
+  // connection to syslog) allowed.
+  static criu_opts* options(int dir, const char* log, bool tcp_established) {
+    criu_opts* opts = nullptr;
+    if (criu_local_init_opts(&opts) != 0) {
+      ::close(dir);
+      throw CheckpointError("libcriu could not initialise its options");
+    }
+    criu_local_set_images_dir_fd(opts, dir);
+    criu_local_set_log_file(opts, log);
+    criu_local_set_log_level(opts, 4);
+    criu_local_set_shell_job(opts, true);
+    criu_local_set_ext_unix_sk(opts, true);
+    criu_local_set_tcp_established(opts, tcp_established);
+    return opts;
   }
 
   static int open_directory(const std::filesystem::path& directory) {
