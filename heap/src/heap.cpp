@@ -83,7 +83,7 @@ void unpoison_free_blocks(HeapState*) noexcept {}
 void poison_free_blocks(HeapState*) noexcept {}
 #endif
 
-void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept {
+ChunkHeader* discard_all_but_state(HeapState* h, void* context, ChunkRunDone done) noexcept {
   const HeapId id = h->id;
   if (t_current == h) t_current = &g_no_heap;
   ZoneImpl& z = zone();
@@ -99,7 +99,6 @@ void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept {
     done(context, reinterpret_cast<std::uintptr_t>(c), chunks, id);
     c = next;
   }
-  // The state lives in the first class chunk: discard that one last.
   ChunkHeader* first = h->class_head;
   for (ChunkHeader* c = first->next; c != nullptr;) {
     ChunkHeader* next = c->next;
@@ -107,10 +106,17 @@ void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept {
     done(context, chunk_of(c, true), 1, id);
     c = next;
   }
+  return first;
+}
+
+void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept {
+  const HeapId id = h->id;
+  // The state lives in the first class chunk: discard that one last.
+  ChunkHeader* first = discard_all_but_state(h, context, done);
   const std::uintptr_t first_chunk = chunk_of(first, true);
   release_chunk_pages(h, first, true);  // h is zero from here on
   done(context, first_chunk, 1, id);
-  z.heap_destroyed();
+  zone().heap_destroyed();
 }
 
 }  // namespace detail

@@ -97,27 +97,11 @@ bool cache_heap(HeapState* h) noexcept {
   if (bytes > g_settings.max_heap_bytes.load(std::memory_order_relaxed)) return false;
   const HeapId id = h->id;
   record.old_id = id;
-  if (t_current == h) t_current = &g_no_heap;
+  ChunkHeader* first = discard_all_but_state(
+      h, nullptr, [](void*, std::uintptr_t chunk, std::size_t count, HeapId owner) {
+        zone().release(chunk, count, owner);
+      });
   ZoneImpl& z = zone();
-  if (ChunkObserver* o = z.observer(id)) {
-    z.set_observer(id, nullptr);
-    o->heap_destroyed();
-  }
-  unpoison_free_blocks(h);
-  for (ChunkHeader* c = h->large_head; c != nullptr;) {
-    ChunkHeader* next = c->next;
-    const std::size_t chunks = owned_run_chunks(h, c);
-    release_chunk_pages(h, c, false);
-    z.release(reinterpret_cast<std::uintptr_t>(c), chunks, id);
-    c = next;
-  }
-  ChunkHeader* first = h->class_head;
-  for (ChunkHeader* c = first->next; c != nullptr;) {
-    ChunkHeader* next = c->next;
-    release_chunk_pages(h, c, true);
-    z.release(chunk_of(c, true), 1, id);
-    c = next;
-  }
   const std::uintptr_t chunk = chunk_of(first, true);
   new (heap_at(chunk)) CachedHeap(record);  // h is gone from here on
   z.heap_destroyed();

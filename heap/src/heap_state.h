@@ -171,6 +171,9 @@ void unpoison_free_blocks(HeapState* h) noexcept;
 // (Heap::destroy) or keeps it for the heap restored in its place (restore's `replace`).
 using ChunkRunDone = void (*)(void* context, std::uintptr_t first, std::size_t count, HeapId owner);
 void discard_heap(HeapState* h, void* context, ChunkRunDone done) noexcept;
+// discard_heap's first part: every chunk but the first class chunk, which holds the state and
+// which it returns, still committed (the heap cache keeps it).
+ChunkHeader* discard_all_but_state(HeapState* h, void* context, ChunkRunDone done) noexcept;
 void poison_free_blocks(HeapState* h) noexcept;
 
 // Under AddressSanitizer, freed class blocks are poisoned; whatever reads a heap's pages whole

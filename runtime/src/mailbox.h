@@ -8,9 +8,10 @@
 // whole chain of its envelopes at once (the worker's Outbox does, outbox.h), which costs the
 // same single exchange.
 //
-// The stub: an empty queue is `front_` == `back_` == &stub_. The consumer never hands out the
-// last linked node while nothing follows it (it needs its `next` to move on); when it reaches a
-// last node, it appends the stub behind it, and the node becomes poppable once linked.
+// The sentinel (the "stub" node of Vyukov's queue): an empty queue is `front_` == `back_` ==
+// &sentinel_. The consumer never hands out the last linked node while nothing follows it (it
+// needs its `next` to move on); when it reaches a last node, it appends the sentinel behind it,
+// and the node becomes poppable once linked.
 //
 // "Pushed, not yet linked": between a producer's exchange and its link store, the node before
 // it has no `next` yet although the queue is not empty. pop() then returns null rather than
@@ -47,7 +48,7 @@ class Mailbox {
     if (popped_ >= known_) [[unlikely]] sample();
     Envelope* front = front_;
     Envelope* next = link(front).load(std::memory_order_acquire);
-    if (front == &stub_) {
+    if (front == &sentinel_) {
       if (next == nullptr) return nullptr;
       front_ = front = next;
       next = link(front).load(std::memory_order_acquire);
@@ -64,7 +65,7 @@ class Mailbox {
   // Consumer only: true if a pop would find something, or soon will (a producer between its
   // exchange and its link). seq_cst: one side of the scheduling handshake (cell.h).
   bool nonempty() const noexcept {
-    return front_ != &stub_ || back_.load(std::memory_order_seq_cst) != &stub_;
+    return front_ != &sentinel_ || back_.load(std::memory_order_seq_cst) != &sentinel_;
   }
 
   // Consumer only: undoes a sender's count of `e` (see above), returning the count before.
@@ -90,11 +91,11 @@ class Mailbox {
     link(before).store(first, std::memory_order_release);
   }
 
-  // `front` is linked to nothing: if it is the last node, put the stub behind it so that it can
+  // `front` is linked to nothing: if it is the last node, put the sentinel behind it so that it can
   // be handed out. The successor of `front`, or null if a producer has not linked it yet.
   [[gnu::noinline]] Envelope* pop_last(Envelope* front) noexcept {
     if (back_.load(std::memory_order_acquire) != front) return nullptr;  // pushed, not linked
-    append(&stub_, &stub_);
+    append(&sentinel_, &sentinel_);
     return link(front).load(std::memory_order_acquire);
   }
 
@@ -104,18 +105,18 @@ class Mailbox {
     if (backlog > high_water_) high_water_ = backlog;
   }
 
-  alignas(64) std::atomic<Envelope*> back_{&stub_};  // producers' line
+  alignas(64) std::atomic<Envelope*> back_{&sentinel_};  // producers' line
   std::atomic<std::uint64_t> pushed_{0};
 
  public:
   std::atomic<std::uint32_t> bounded_length{0};  // see above
 
  private:
-  alignas(64) Envelope* front_ = &stub_;  // consumer's line from here on
+  alignas(64) Envelope* front_ = &sentinel_;  // consumer's line from here on
   std::uint64_t popped_ = 0;
   std::uint64_t known_ = 0;  // pushed_ when last sampled
   std::uint32_t high_water_ = 0;
-  Envelope stub_{};
+  Envelope sentinel_{};
 };
 
 }  // namespace reheap::detail

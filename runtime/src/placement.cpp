@@ -43,6 +43,11 @@ std::uint64_t CellPlacement::close_window(std::uint64_t self) noexcept {
 
 namespace {
 
+// Whether the policy may move `c` now; on `c`'s worker.
+bool movable(Cell* c) {
+  return !c->placement.pinned() && !has_sockets(c) && c->placement.may_move(std::chrono::steady_clock::now());
+}
+
 // The partner's worker, between two of the partner's events: sends the partner to `to` if it is
 // still there and may move. The partner may have moved, stopped or been replaced since the
 // request was posted; each is checked here, where its cell's fields are this thread's.
@@ -52,8 +57,7 @@ void pull(RuntimeImpl& rt, std::uint64_t partner, Worker* to) {
   Worker* w = o->worker.load(std::memory_order_relaxed);
   if (!w->on_this_thread() || w == to) return;
   if (o->state != CellState::kLive || !o->started || o->move_to != nullptr) return;
-  if (o->placement.pinned() || has_sockets(o)) return;
-  if (!o->placement.may_move(std::chrono::steady_clock::now())) return;
+  if (!movable(o)) return;
   o->move_to = to;
   rt.placement_moves.fetch_add(1, std::memory_order_relaxed);
   if (o->scheduled.exchange(1, std::memory_order_seq_cst) == 0) w->schedule(o);
@@ -74,8 +78,7 @@ void evaluate_placement(Worker& here, Cell* c) {
   if (other == nullptr || other->placement.dominant() != self) return;  // not a mutual pair
   Worker* there = other->worker.load(std::memory_order_acquire);
   if (there == nullptr || there == &here) return;  // together already
-  const bool can_go = !c->placement.pinned() && !has_sockets(c) &&
-                      c->placement.may_move(std::chrono::steady_clock::now());
+  const bool can_go = movable(c);
   const bool can_pull = !other->placement.pinned();
   // Balance: the pair settles on the worker with fewer reactors; on a tie, the partner's.
   const bool prefer_pull =
