@@ -218,20 +218,37 @@ class Server : public Reactor {
   ActorRef from_;
 };
 
-// Keeps two requests outstanding until `rounds` replies came back; every reply comes from the
-// server, so each client's traffic is dominated by it.
+struct StartRequests {};
+
+// Tells every client to start, in one handler (so within microseconds, whatever the load).
+class Starter : public Reactor {
+ public:
+  explicit Starter(std::vector<ActorRef> clients) : clients_(clients.begin(), clients.end()) {}
+  void on_start() override {
+    for (ActorRef c : clients_) send(c, StartRequests{});
+  }
+
+ private:
+  std::vector<ActorRef> clients_;
+};
+
+// Once told to start, keeps two requests outstanding until `rounds` replies came back; every
+// reply comes from the server, so each client's traffic is dominated by it. Clients start
+// together: one that started while the others were still being spawned would have the server
+// to itself for a while, and the two would rightly form a pair.
 class Client : public Reactor {
  public:
   Client(ActorRef server, std::uint32_t rounds, Probe* done)
       : server_(server), rounds_(rounds), done_(done) {
     handle<&Client::on_reply>();
-  }
-  void on_start() override {
-    send(server_, Request{sent_++});
-    send(server_, Request{sent_++});
+    handle<&Client::on_start_requests>();
   }
 
  private:
+  void on_start_requests(const StartRequests&) {
+    send(server_, Request{sent_++});
+    send(server_, Request{sent_++});
+  }
   void on_reply(const Reply&) {
     if (++replies_ == rounds_) done_->done(1);
     if (sent_ < rounds_) send(server_, Request{sent_++});
@@ -251,9 +268,13 @@ TEST(Placement, FanInWithRepliesFromManyClientsOnBothWorkersDoesNotThrash) {
   const ActorRef server = rt.spawn<Server>();
   std::vector<ActorRef> clients;
   for (int i = 0; i < kClients; ++i) clients.push_back(rt.spawn<Client>(server, kRounds, &done));
+  rt.spawn<Starter>(clients);
   ASSERT_TRUE(done.wait_for(kClients));
-  // The server hears from a hundred clients, none of which dominates its traffic: no pair forms.
-  EXPECT_EQ(rt.stats(server).moves, 0u);
+  // The server hears from a hundred clients, none of which dominates its traffic: no pair forms
+  // while they all run. At the very end, once every client but one has finished (under load they
+  // finish far apart), the last one and the server are a chatty pair like any other, and may
+  // rightly be brought together: one move at most.
+  EXPECT_LE(rt.stats(server).moves, 1u);
   EXPECT_LE(rt.stats().placement_moves, 2u) << "fan-in moved reactors around";
   int on_zero = 0;
   for (ActorRef c : clients) on_zero += rt.stats(c).worker == 0 ? 1 : 0;
