@@ -92,6 +92,7 @@ ChunkHeader* discard_all_but_state(HeapState* h, void* context, ChunkRunDone don
     o->heap_destroyed();
   }
   unpoison_free_blocks(h);
+  forget_retained(h);
   for (ChunkHeader* c = h->large_head; c != nullptr;) {
     ChunkHeader* next = c->next;
     const std::size_t chunks = owned_run_chunks(h, c);
@@ -145,6 +146,7 @@ HeapPtr Heap::create(const HeapConfig& config) {
   header->run_chunks = 1;
   auto* h = new (detail::heap_at(chunk)) HeapState(id);
   h->limit = config.limit_bytes;
+  detail::init_retention(h);
   h->committed = kPageSize;  // the page holding the chunk header and this state
   h->class_head = h->class_tail = header;
   h->class_chunks = 1;

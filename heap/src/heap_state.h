@@ -11,6 +11,8 @@
 //     (chunk ordinal, group, offset), so "carved" is exactly "before the cursor".
 //   - Large chunks: page_table[p] describes the run starting (kRunHead) or ending at page p;
 //     entries inside a run are stale and never read. A free run is also linked in bins[].
+//   - Huge runs whose retained_seq is not 0 hold no live block: freed, kept for reuse
+//     (retention.cpp); they are counted in retained_huge_*, in committed, and in no live count.
 //   - Pages the heap has never touched read as zero, so zero-filled fields need no initialising.
 #pragma once
 
@@ -35,6 +37,9 @@ struct ChunkHeader {
   std::uint32_t frontier;   // large: first page never carved
   char* huge_block;         // huge: the block
   std::size_t huge_size;    // huge: usable bytes (page multiple)
+  // Huge: 0 while the block is live; once it is freed and the heap keeps the run for a later huge
+  // block (retention.cpp), the heap's retain_seq at that free.
+  std::uint64_t retained_seq;
 };
 
 // Page-table entry of a large chunk: run length in pages, plus flags.
@@ -89,6 +94,13 @@ struct HeapState : Heap {
   // by class, as an offset from the chunk; 0 once nothing of it is ahead of the cursor. Carving
   // zeroes a page below that before handing out blocks from it.
   std::uint32_t recycled_dirty_end[kNumClasses] = {};
+  // Retention (retention.cpp): freed huge runs kept for reuse. Everything here follows from the
+  // heap's own allocations and frees, never from time, so that keeping a run or giving it back
+  // changes no later address the same way in a run and in its replay.
+  std::size_t retain_limit = 0;        // bytes of retained runs kept at most (0: none kept)
+  std::size_t retained_huge_bytes = 0; // header pages and blocks of the retained runs
+  std::uint32_t retained_huge_runs = 0;
+  std::uint64_t retain_seq = 0;        // frees that kept a run, ever
 };
 
 // An idle heap's metadata is one page: chunk header and state together.
@@ -141,6 +153,26 @@ inline bool charge(HeapState* h, std::size_t bytes, Charge kind = Charge::kAlloc
 // intact (restore's state check holds before and after).
 void reset_idle_class(HeapState* h, unsigned cls) noexcept;
 void reset_empty_carve_chunk(HeapState* h) noexcept;
+
+// Retention (retention.cpp; zone.h, "Retention"). A freed huge run is kept (retain_huge, false
+// when the heap may not keep it) and taken again by a later huge block of `usable` bytes at
+// `offset` in a run of at least `chunks` chunks (take_retained: null if none fits, `*refused`
+// if one fit but the limit refused its growth, the run then given back); give_back_all_retained
+// returns every kept run to the zone (false if there was none); purge_retained discards the
+// pages of the kept runs, which stay kept; forget_retained ends the retention of every run of a
+// heap about to be discarded. init_retention gives a new heap the zone's retain limit.
+bool retain_huge(HeapState* h, ChunkHeader* c) noexcept;
+ChunkHeader* take_retained(HeapState* h, std::size_t usable, std::size_t offset, std::size_t chunks,
+                           bool* refused) noexcept;
+bool give_back_all_retained(HeapState* h) noexcept;
+std::size_t purge_retained(HeapState* h) noexcept;
+void forget_retained(HeapState* h) noexcept;
+void init_retention(HeapState* h) noexcept;
+std::size_t resident_retained_bytes(const HeapState* h) noexcept;
+std::uint64_t purge_calls(const HeapState* h) noexcept;  // madvise calls made purging
+// Unlinks huge run `c` and gives it back to the zone (its pages discarded); the caller has
+// already taken its bytes out of `committed`.
+void release_huge_run(HeapState* h, ChunkHeader* c) noexcept;
 
 // Zeroes what the previous heap of a recycled chunk left in [from, to) of class cls's lane.
 void clear_recycled(HeapState* h, unsigned cls, char* from, char* to) noexcept;

@@ -26,10 +26,14 @@ HeapStats Heap::stats() const noexcept {
   s.large_free_bytes = detail::free_run_pages(h) * kPageSize;
   s.huge_live_blocks = h->huge_live_blocks;
   s.huge_live_bytes = h->huge_live_bytes;
+  s.huge_retained_blocks = h->retained_huge_runs;
+  s.huge_retained_bytes = h->retained_huge_bytes;
+  s.retained_resident_bytes = detail::resident_retained_bytes(h);
   s.live_blocks += h->large_live_blocks + h->huge_live_blocks;
   s.live_bytes += s.large_live_bytes + s.huge_live_bytes;
   s.failed_allocations = h->failed;
   s.os = h->os;
+  s.os.madvise += detail::purge_calls(h);
   return s;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 
 namespace reheap::detail::os {
 
@@ -51,5 +52,11 @@ void* map_table(std::size_t size) noexcept {
 void unmap_table(void* table, std::size_t size) noexcept { ::munmap(table, size); }
 
 std::size_t page_size() noexcept { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+
+std::uint64_t coarse_now_ms() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
 
 }  // namespace reheap::detail::os

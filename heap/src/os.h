@@ -31,4 +31,7 @@ void unmap_table(void* table, std::size_t size) noexcept;
 
 std::size_t page_size() noexcept;
 
+// A coarse monotonic clock (CLOCK_MONOTONIC_COARSE, a few ms resolution, no system call), in ms.
+std::uint64_t coarse_now_ms() noexcept;
+
 }  // namespace reheap::detail::os

@@ -7,8 +7,9 @@
 // current large chunk's frontier; a run that does not fit there opens a new large chunk (the old
 // chunk's unused tail stays untouched address space).
 //
-// Huge blocks get a dedicated run of chunks: a header page, then the block. Freeing gives the
-// pages back to the OS and the chunks back to the zone.
+// Huge blocks get a dedicated run of chunks: a header page, then the block. Freeing keeps the run
+// for the heap's next huge block (retention.cpp) or gives the pages back to the OS and the chunks
+// back to the zone.
 #include <bit>
 #include <cstring>
 
@@ -62,6 +63,9 @@ void mark_free(ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
 // and merging into a long run cheap.
 void resize_free_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t old_pages,
                      std::size_t new_pages) noexcept;
+
+// The carved pages an empty carve chunk keeps committed at most (4 MiB).
+constexpr std::uint32_t kCarveChunkKeptPages = kFirstRunPage + 1024;
 
 ChunkHeader* chunk_header_of(const void* p) noexcept {
   return large_header(ZoneImpl::chunk_base(reinterpret_cast<std::uintptr_t>(p)));
@@ -218,6 +222,15 @@ void* alloc_huge(HeapState* h, std::size_t size, std::size_t alignment) noexcept
   const std::size_t offset = align_up(kPageSize, alignment < kPageSize ? kPageSize : alignment);
   const std::size_t usable = align_up(size, kPageSize);
   const std::size_t chunks = align_up(offset + usable, kChunkSize) / kChunkSize;
+  if (h->retained_huge_runs != 0) {
+    bool refused = false;
+    if (ChunkHeader* c = take_retained(h, usable, offset, chunks, &refused)) {
+      ++h->huge_live_blocks;
+      h->huge_live_bytes += c->huge_size;  // up to kMaxSlack times `usable` (retention.cpp)
+      return c->huge_block;
+    }
+    if (refused) return nullptr;
+  }
   if (!charge(h, kPageSize + usable)) return nullptr;
   ChunkHeader* c = add_large_chunk(h, chunks, ChunkKind::kHuge);
   if (c == nullptr) {
@@ -236,8 +249,15 @@ ChunkHeader* live_large(HeapState* h, const void* p, std::size_t* first) noexcep
   ChunkHeader* c = chunk_header_of(p);
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   if (c->kind == ChunkKind::kHuge) {
-    if (p != c->huge_block) report_misuse(Misuse::kNeverHandedOut, p, h->id, h->id);
-    return p == c->huge_block ? c : nullptr;
+    if (p != c->huge_block) {
+      report_misuse(Misuse::kNeverHandedOut, p, h->id, h->id);
+      return nullptr;
+    }
+    if (c->retained_seq != 0) {  // freed, and kept for reuse (retention.cpp)
+      report_misuse(Misuse::kDoubleFree, p, h->id, h->id);
+      return nullptr;
+    }
+    return c;
   }
   const std::size_t page = page_index(c, p);
   const bool valid = c->kind == ChunkKind::kLarge && a % kPageSize == 0 &&
@@ -310,6 +330,14 @@ void release_chunk_pages(HeapState* h, ChunkHeader* c, bool is_class) noexcept {
   ++h->os.madvise;
 }
 
+void release_huge_run(HeapState* h, ChunkHeader* c) noexcept {
+  unlink_large(h, c);
+  const std::size_t chunks = owned_run_chunks(h, c);
+  if (ChunkObserver* o = zone().observer(h->id)) o->chunks_released(reinterpret_cast<std::uintptr_t>(c), chunks);
+  release_chunk_pages(h, c, false);  // c is zero from here on
+  zone().release(reinterpret_cast<std::uintptr_t>(c), chunks, h->id);
+}
+
 void free_pages(HeapState* h, void* p) noexcept {
   std::size_t first = 0;
   ChunkHeader* c = live_large(h, p, &first);
@@ -317,19 +345,23 @@ void free_pages(HeapState* h, void* p) noexcept {
   if (c->kind == ChunkKind::kHuge) {
     --h->huge_live_blocks;
     h->huge_live_bytes -= c->huge_size;
+    if (retain_huge(h, c)) return;
     h->committed -= kPageSize + c->huge_size;
-    unlink_large(h, c);
-    const std::size_t chunks = owned_run_chunks(h, c);
-    if (ChunkObserver* o = zone().observer(h->id)) o->chunks_released(reinterpret_cast<std::uintptr_t>(c), chunks);
-    release_chunk_pages(h, c, false);  // c is zero from here on
-    zone().release(reinterpret_cast<std::uintptr_t>(c), chunks, h->id);
+    release_huge_run(h, c);
     return;
   }
   const std::size_t pages = page_table(c)[first] & kRunLength;
   --h->large_live_blocks;
   h->large_live_pages -= pages;
   release_run(h, c, first, pages);
-  if (c != h->large_carve && is_empty(c)) give_back_large_chunk(h, c);
+  if (c != h->large_carve) {
+    if (is_empty(c)) give_back_large_chunk(h, c);
+  } else if (c->frontier > kCarveChunkKeptPages && is_empty(c)) {
+    // A burst emptied the chunk runs are carved from: its pages go back, and carving starts
+    // again from its first page. Below the bound they stay, so that a block allocated and freed
+    // over and over in an otherwise empty heap costs no madvise and no fault.
+    reset_empty_carve_chunk(h);
+  }
 }
 
 void reset_empty_carve_chunk(HeapState* h) noexcept {

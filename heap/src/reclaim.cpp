@@ -1,5 +1,6 @@
 // Reclaim: a heap at its limit gives back what it holds but does not use before it refuses an
-// allocation, so that memory freed in one size class (or one kind of block) serves another.
+// allocation (the freed huge blocks it keeps, idle size classes, an empty large chunk), so that
+// memory freed in one size class (or one kind of block) serves another.
 //
 // Without it, a heap filled to its limit with one class and then emptied kept every page
 // committed, and every other class failed for good. Reclaiming costs a walk of the free lists
@@ -14,6 +15,11 @@ REHEAP_SLOW_PATH bool charge_slow(HeapState* h, std::size_t bytes, Charge kind, 
   // A request larger than the whole limit cannot be met by giving anything back.
   if (kind == Charge::kAllocation && h->limit != kUnlimited && bytes <= h->limit) {
     const std::size_t before = h->committed;
+    // Freed huge blocks kept for reuse first: giving them back costs no walk.
+    if (give_back_all_retained(h) && bytes <= h->limit && h->committed <= h->limit - bytes) {
+      h->committed += bytes;
+      return true;
+    }
     for (unsigned cls = 0; cls < kNumClasses; ++cls) {
       if (cls != carving) reset_idle_class(h, cls);
     }

@@ -116,10 +116,11 @@ void ZoneImpl::reserve_locked() {
   cache_ring_ = static_cast<CachedChunk*>(os::map_table((kMaxCachedHeaps + 1) * sizeof(CachedChunk)));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
+  residency_ = static_cast<Residency*>(os::map_table(class_chunks_ * sizeof(Residency)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
       generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
       restored_ == nullptr || cached_ == nullptr || retained_pages_ == nullptr ||
-      cache_ring_ == nullptr) {
+      cache_ring_ == nullptr || residency_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -302,7 +303,10 @@ bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
   if (head < class_chunks_ && generation_[head] < generation_of(owner)) {
     generation_[head] = generation_of(owner);  // later heaps there get later generations
   }
-  if (head >= first && head < first + count) set_bits(restored_, head, 1, true);
+  if (head >= first && head < first + count) {
+    set_bits(restored_, head, 1, true);
+    residency_[head] = Residency{};
+  }
   take_locked(h, first, count, owner);
   return true;
 }
@@ -499,6 +503,7 @@ void ZoneImpl::mark_restored(HeapId id) noexcept {
   std::lock_guard lock(mutex_);
   const std::uint32_t head = first_chunk_of(id);
   if (reserved() && head < chunks_) set_bits(restored_, head, 1, true);
+  if (reserved() && head < class_chunks_) residency_[head] = Residency{};
 }
 
 std::size_t ZoneImpl::quarantined() const noexcept {

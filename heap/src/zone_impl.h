@@ -152,6 +152,25 @@ class ZoneImpl {
                          std::size_t capacity) noexcept;
   std::size_t retained_bytes() const noexcept { return retained_.load(std::memory_order_relaxed); }
 
+  // Retention's record of a live heap (retention.cpp), by its first chunk: which of its retained
+  // runs still hold resident pages. Kept here, in process memory, rather than in the heap:
+  // purging is decided by time, and nothing time decides may reach the pages a snapshot or a
+  // digest reads. Used only on the heap's own thread; a record speaks for `heap` only, so a
+  // heap created or restored at the chunk starts with none resident.
+  struct Residency {
+    HeapId heap;
+    std::uint64_t purged_through;  // retained runs whose retained_seq is at most this are purged
+    std::uint64_t since_ms;        // when the oldest resident run was kept (0: none resident)
+    std::uint64_t purge_calls;     // madvise calls made purging
+  };
+  Residency& residency(HeapId id) noexcept { return residency_[first_chunk_of(id)]; }
+  // Zone-wide: the bytes of retained blocks still resident, in every heap.
+  std::size_t retained_resident() const noexcept { return resident_.load(std::memory_order_relaxed); }
+  std::size_t add_resident(std::size_t bytes) noexcept {
+    return resident_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  }
+  void sub_resident(std::size_t bytes) noexcept { resident_.fetch_sub(bytes, std::memory_order_relaxed); }
+
   // Chunks waiting in quarantine (tests and statistics).
   std::size_t quarantined() const noexcept;
   std::size_t set_quarantine(std::size_t chunks) noexcept;
@@ -238,6 +257,8 @@ class ZoneImpl {
   std::size_t waiting_[2] = {0, 0};       // quarantined chunks by half
   std::size_t protected_chunks_ = 0;
   std::atomic<ChunkObserver*>* observers_ = nullptr;  // by the heap's first chunk (one per chunk)
+  Residency* residency_ = nullptr;         // by class chunk: a heap's first chunk
+  std::atomic<std::size_t> resident_{0};   // retained bytes still resident, zone-wide
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes
   std::size_t slice_[2][2] = {{0, 0}, {0, 0}};  // the node's slice of each half: [begin, end)
   std::size_t start_[2] = {0, 0};  // where searches start: the node's slice, incarnation's window

@@ -200,7 +200,7 @@ void Worker::on_prepare(uv_prepare_t* handle) {
       }
     }
   }
-  if (reheap::Zone::heap_cache_bytes() != 0) {
+  if (reheap::Zone::heap_cache_bytes() != 0 || reheap::Zone::retained_resident_bytes() != 0) {
     uv_timer_start(&w->purge_timer_, &Worker::on_purge, kPurgeAfterIdleMs, 0);
   }
   w->sleeping_.store(true, std::memory_order_seq_cst);
@@ -211,7 +211,16 @@ void Worker::on_prepare(uv_prepare_t* handle) {
   }
 }
 
-void Worker::on_purge(uv_timer_t*) { reheap::Zone::purge_heap_cache(); }
+// Half a second asleep: give back the heaps the zone caches and the retained pages of the heaps
+// living here (this thread is theirs between turns; purging moves no block, zone.h "Retention").
+void Worker::on_purge(uv_timer_t* handle) {
+  reheap::Zone::purge_heap_cache();
+  if (reheap::Zone::retained_resident_bytes() == 0) return;
+  auto* w = static_cast<Worker*>(handle->data);
+  for (Cell* c : w->cells_) {
+    if (c->heap != nullptr) c->heap->purge_retained();
+  }
+}
 
 void Worker::on_check(uv_check_t* handle) {
   auto* w = static_cast<Worker*>(handle->data);

@@ -5,7 +5,8 @@
 // every 4th right after it was allocated; and "cr. & destr.": N / 100 pools, each created, given
 // 100 objects (Big when the pool's index is a multiple of 4, else Small) and destroyed.
 // Seed 003 (unordered_set<int>): 1,000,000 random ints inserted, erased one by one, reinserted;
-// TSC ticks per operation.
+// TSC ticks per operation. Seed 004 (PostgreSQL and mmap): large blocks freed and allocated again
+// (huge_cycles).
 //
 // One source, one executable per allocator (CMakeLists.txt), as alloc_bench does: the plain
 // `new` lines measure whatever allocator the executable links. The reheap executable runs them
@@ -238,6 +239,47 @@ void unordered_set_phases(const char* alloc, double tsc_hz) {
   report("uset reinsert", alloc, ticks[2], "ticks/op");
 }
 
+// ---- seed 004 ------------------------------------------------------------------------------------
+
+// What PostgreSQL's developers measured (seed 004): memory handed back to the OS when a large
+// block is freed is faulted in again, a page at a time, by the next one. A query's big work area
+// (16 MiB, every page written, then freed), 500 times; and a vector grown to 16 MiB by push_back
+// (so through every doubling), then destroyed, 100 times.
+// `retain` false: reheap's heap keeps no freed huge block (zone.h, "Retention"), as before it did.
+void huge_cycles(const char* alloc, [[maybe_unused]] bool retain = true) {
+  constexpr std::size_t kBlock = std::size_t{16} << 20;
+  double ms = 0;
+  {
+    [[maybe_unused]] AllocatorScope scope;
+#ifdef SEED_BENCH_REHEAP
+    if (!retain) scope.heap->set_retain_limit(0);
+#endif
+    const bench::Stopwatch sw;
+    for (int i = 0; i < 500; ++i) {
+      auto* p = new char[kBlock];
+      for (std::size_t off = 0; off < kBlock; off += 4096) p[off] = static_cast<char>(i);
+      escape(p);
+      delete[] p;
+    }
+    ms = ms_since(sw);
+  }
+  report("huge cycle 16 MiB x500", alloc, ms, "ms");
+  {
+    [[maybe_unused]] AllocatorScope scope;
+#ifdef SEED_BENCH_REHEAP
+    if (!retain) scope.heap->set_retain_limit(0);
+#endif
+    const bench::Stopwatch sw;
+    for (int i = 0; i < 100; ++i) {
+      std::vector<long> v;
+      for (long j = 0; j < (long{2} << 20); ++j) v.push_back(j);
+      escape(v.data());
+    }
+    ms = ms_since(sw);
+  }
+  report("vector growth to 16 MiB x100", alloc, ms, "ms");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,5 +296,11 @@ int main(int argc, char** argv) {
   if (only == "cr") new_pools(alloc);
   if (only == "pools") pool_libraries();
   if (only == "all" || only == "003") unordered_set_phases(alloc, tsc_hz);
+  if (only == "all" || only == "004") {
+    huge_cycles(alloc);
+#ifdef SEED_BENCH_REHEAP
+    huge_cycles("reheap, retention off", false);
+#endif
+  }
   return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# seed_bench.sh: seeds 000 (memory pools) and 003 (unordered_set<int>) against reheap, in one run.
+# seed_bench.sh: seeds 000 (memory pools), 003 (unordered_set<int>) and 004 (large blocks freed
+# and allocated again) against reheap, in one run.
 #
-#   tools/bench/seed_bench.sh [--reps R] [--only 000|003] [--bin DIR]
+#   tools/bench/seed_bench.sh [--reps R] [--only 000|003|004] [--bin DIR]
 #
 # Runs every seed_bench_<allocator> executable built in DIR (default build/release/tools/bench)
 # R times (default 3), alternating them within each repetition so that the machine's drift hits
@@ -19,7 +20,7 @@ while [[ $# -gt 0 ]]; do
     --reps) reps="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
     --bin) bin_dir="$2"; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "seed_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -40,7 +41,7 @@ echo "machine: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1
 for ((r = 1; r <= reps; ++r)); do
   for a in "${exes[@]}"; do
     "$bin_dir/seed_bench_$a" "$only" >> "$out"
-    if [[ $a == glibc && $only != 003 ]]; then "$bin_dir/seed_bench_glibc" pools >> "$out"; fi
+    if [[ $a == glibc && ( $only == all || $only == 000 ) ]]; then "$bin_dir/seed_bench_glibc" pools >> "$out"; fi
   done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); $reps repetitions"

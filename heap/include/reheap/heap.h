@@ -6,7 +6,8 @@
 //   small   8 B .. 4 KiB   fixed-size blocks, half-exponent sizes (size_class.h)
 //   medium  6 .. 16 KiB    the same mechanism, multi-page blocks
 //   large   .. 1 MiB       page runs in the heap's large chunks, smallest adequate free run
-//   huge    > 1 MiB        a dedicated run of chunks, given back to the OS (madvise) on free
+//   huge    > 1 MiB        a dedicated run of chunks; on free kept for the next huge block, or
+//                          given back to the OS (zone.h, "Retention")
 // A block's class is read from its address bits alone (the 64 KiB "lane" it lies in), so freeing
 // reads no per-object header and touches no cache line but the heap's free-list head.
 //
@@ -46,12 +47,14 @@ struct ClassStats {
 
 struct OsCallStats {
   std::uint64_t mprotect = 0;  // made zone chunks accessible on this heap's behalf
-  std::uint64_t madvise = 0;   // gave pages back (huge frees, destruction)
+  std::uint64_t madvise = 0;   // gave pages back (huge frees, purges, destruction)
 };
 
 struct HeapStats {
   std::size_t reserved_bytes = 0;   // address space of the chunks the heap owns
-  std::size_t committed_bytes = 0;  // pages the heap has put in use: an upper bound on its RSS
+  // Pages the heap has put in use, and those it keeps for reuse (free page runs, retained huge
+  // blocks, purged or not): an upper bound on its RSS, and what its limit bounds.
+  std::size_t committed_bytes = 0;
   std::size_t live_bytes = 0;       // usable bytes of all live blocks
   std::size_t live_blocks = 0;
   std::size_t limit_bytes = kUnlimited;
@@ -63,6 +66,11 @@ struct HeapStats {
   std::size_t large_free_bytes = 0;  // freed page runs kept for reuse
   std::uint64_t huge_live_blocks = 0;
   std::size_t huge_live_bytes = 0;
+  // Freed huge blocks the heap keeps for reuse (zone.h, "Retention"): their runs, the bytes they
+  // count in committed_bytes (header pages included), and the part of those not purged yet.
+  std::uint64_t huge_retained_blocks = 0;
+  std::size_t huge_retained_bytes = 0;
+  std::size_t retained_resident_bytes = 0;
   std::uint64_t failed_allocations = 0;  // refused by the limit or by an exhausted zone
   OsCallStats os;
 };
@@ -130,6 +138,16 @@ class Heap {
 
   std::size_t limit() const noexcept;
   void set_limit(std::size_t limit_bytes) noexcept;
+
+  // Retention (zone.h, "Retention"): the bytes of freed huge blocks this heap keeps for reuse at
+  // most (a new heap starts with RetainConfig::heap_bytes). Lowering it gives back at once what
+  // is over it.
+  std::size_t retain_limit() const noexcept;
+  void set_retain_limit(std::size_t bytes) noexcept;
+  // Gives back to the OS the pages of the freed huge blocks the heap keeps, now; the runs stay
+  // the heap's, so no later address changes. Returns the bytes purged. Only on the heap's
+  // thread, between uses.
+  std::size_t purge_retained() noexcept;
 
  private:
   Heap() = default;

@@ -42,6 +42,22 @@
 // takes it (its pages discarded first). Cached heaps are counted in ZoneStats (cached_heaps,
 // retained_bytes), in no heap's stats.
 //
+// Retention. A live heap that frees a huge block (more than 1 MiB) keeps its run of chunks,
+// pages committed, for its next huge block, instead of giving the pages back to the OS at once:
+// a vector or hash table that keeps growing and shrinking past 1 MiB then costs no madvise and no
+// page fault per cycle (each fault costs ~1.5 us a page here; seed 004's PostgreSQL lesson).
+// A heap keeps at most RetainConfig::heap_bytes of such runs (Heap::set_retain_limit changes it
+// for one heap) and 8 runs; what it keeps counts in its committed bytes and limit, and a heap at
+// its limit gives it back before refusing an allocation. Which run a huge block gets depends on
+// the heap's own allocations and frees only, so a replay gets the same addresses as the run it
+// replays. Separately, the *pages* of retained runs are purged (madvise) while the runs stay the
+// heap's: once the oldest is `purge_delay` old (checked at the heap's next huge allocation or
+// free), when the zone's resident retained bytes pass `resident_bytes` (the heap retaining
+// purges its own), by Heap::purge_retained(), and by a runtime worker after half a second asleep.
+// Purging changes nothing a program observes but its RSS: retained blocks are in no snapshot and
+// no digest. Builds with REHEAP_CHECKS start with heap_bytes = 0, so that every freed huge block
+// goes to the quarantine and a use after free is reported.
+//
 // Slices. Each half of the zone is cut into NodeIdentity::kMaxNodes (64) slices, one per node id
 // (node_identity.h): in the default 64 TiB zone, 8192 chunks (512 GiB) of each half. A heap
 // created in a process takes its first chunk, and any chunk it adds, from its node's slice: the
@@ -107,6 +123,16 @@ struct HeapCacheConfig {
   std::size_t max_heap_bytes = std::size_t{1} << 20;
 };
 
+// Retention (see "Retention").
+struct RetainConfig {
+  // Freed huge blocks a new heap keeps for reuse, in bytes (header page included), at most.
+  std::size_t heap_bytes = std::size_t{64} << 20;
+  // Retained bytes left resident in the whole zone, at most.
+  std::size_t resident_bytes = std::size_t{64} << 20;
+  // How long retained pages stay resident before the heap purges them.
+  std::uint32_t purge_delay_ms = 1000;
+};
+
 class Zone {
  public:
   // Sets the range and the node before first use. Throws std::logic_error if the zone is already
@@ -141,6 +167,15 @@ class Zone {
   // The committed bytes the heap cache holds (ZoneStats::retained_bytes) without the zone lock,
   // for an idle path to ask.
   static std::size_t heap_cache_bytes() noexcept;
+
+  // Retention's settings (see "Retention"): RetainConfig's defaults, or heap_bytes = 0 in builds
+  // with REHEAP_CHECKS. heap_bytes applies to heaps created (or restored) from then on; the rest
+  // at once. Returns the settings replaced.
+  static RetainConfig retention() noexcept;
+  static RetainConfig set_retention(const RetainConfig& config) noexcept;
+  // The bytes of retained huge blocks still resident in every heap, without the zone lock, for
+  // an idle path to ask.
+  static std::size_t retained_resident_bytes() noexcept;
 };
 
 }  // namespace reheap

@@ -104,6 +104,8 @@ class StateCheck {
     std::uint64_t live_pages = 0;
     std::uint64_t huge_blocks = 0;
     std::size_t huge_bytes = 0;
+    std::uint64_t retained_runs = 0;
+    std::size_t retained_bytes = 0;
     bool carve_found = s.large_carve == nullptr;
     for (const ChunkHeader* c = s.large_head; c != nullptr; c = c->next) {
       const auto a = reinterpret_cast<std::uintptr_t>(c);
@@ -138,8 +140,14 @@ class StateCheck {
             c->huge_size % kPageSize != 0 || c->huge_size > run_bytes - offset) {
           bad("huge block at " + hex(a) + ": its block lies outside its run");
         }
-        ++huge_blocks;
-        huge_bytes += c->huge_size;
+        if (c->retained_seq == 0) {
+          ++huge_blocks;
+          huge_bytes += c->huge_size;
+        } else {
+          if (c->retained_seq > s.retain_seq) bad("huge run at " + hex(a) + ": kept after the heap's last keeping");
+          ++retained_runs;
+          retained_bytes += kPageSize + c->huge_size;
+        }
         large_committed_ += kPageSize + c->huge_size;
       } else {
         if (c->frontier < kFirstRunPage || c->frontier > kPagesPerChunk) {
@@ -158,6 +166,9 @@ class StateCheck {
     }
     if (huge_blocks != s.huge_live_blocks || huge_bytes != s.huge_live_bytes) {
       bad("huge block accounting differs from the huge runs");
+    }
+    if (retained_runs != s.retained_huge_runs || retained_bytes != s.retained_huge_bytes) {
+      bad("retained huge runs differ from the heap's count of them");
     }
   }
 

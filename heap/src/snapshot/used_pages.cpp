@@ -88,6 +88,10 @@ void used_ranges(const HeapState* h, const ChunkRun& run, std::vector<os::PageRa
     }
     case ChunkUse::kHuge: {
       const ChunkHeader* c = large_header(run.base);
+      if (c->retained_seq != 0) {  // a freed block kept for reuse: only its header is state
+        out.push_back({run.base, run.base + kPageSize});
+        return;
+      }
       const auto end = reinterpret_cast<std::uintptr_t>(c->huge_block) + c->huge_size;
       out.push_back({run.base, align_up(end, kPageSize)});
       return;
