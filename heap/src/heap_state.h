@@ -50,6 +50,9 @@ inline constexpr std::uint16_t kRunFree = 0x8000;  // the run is free (set on he
 struct FreeRun {  // lives in the first page of a free page run
   FreeRun* prev;
   FreeRun* next;
+  // The run's other pages were discarded since it became free (purge_free_runs); 0 as soon as a
+  // freed neighbour is merged into it.
+  std::uint64_t purged;
 };
 
 inline constexpr unsigned kNumBins = kMaxLargePages + 1;  // bin n: runs of n pages; last: more
@@ -170,6 +173,12 @@ void forget_retained(HeapState* h) noexcept;
 void init_retention(HeapState* h) noexcept;
 std::size_t resident_retained_bytes(const HeapState* h) noexcept;
 std::uint64_t purge_calls(const HeapState* h) noexcept;  // madvise calls made purging
+void count_purge_calls(HeapState* h, std::uint64_t calls) noexcept;
+// Discards the pages of the heap's free page runs, all but the first of each (it holds the run's
+// links); returns the bytes discarded. Freed memory reads as zero afterwards: bytes a digest reads
+// change, so the runtime never does this to a recorded reactor (zone.h, "Retention").
+std::size_t purge_free_runs(HeapState* h) noexcept;
+
 // Unlinks huge run `c` and gives it back to the zone (its pages discarded); the caller has
 // already taken its bytes out of `committed`.
 void release_huge_run(HeapState* h, ChunkHeader* c) noexcept;

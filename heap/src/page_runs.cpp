@@ -35,6 +35,7 @@ void bin_insert(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pag
   auto* run = reinterpret_cast<FreeRun*>(page_address(c, first));
   const unsigned b = bin_of(pages);
   run->prev = nullptr;
+  run->purged = 0;
   run->next = h->bins[b];
   if (run->next != nullptr) run->next->prev = run;
   h->bins[b] = run;
@@ -184,6 +185,7 @@ void release_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pa
     // Grow the free run before this one over it (and the run after, if free).
     const std::size_t before = pt[first - 1] & kRunLength;
     resize_free_run(h, c, first - before, before, before + pages + more);
+    reinterpret_cast<FreeRun*>(page_address(c, first - before))->purged = 0;
     return;
   }
   bin_insert(h, c, first, pages + more);
@@ -374,6 +376,27 @@ void reset_empty_carve_chunk(HeapState* h) noexcept {
   }
   c->frontier = kFirstRunPage;  // page-table entries past the frontier are never read
   h->committed -= pages * kPageSize;
+}
+
+std::size_t purge_free_runs(HeapState* h) noexcept {
+  std::size_t bytes = 0;
+  std::uint64_t calls = 0;
+  for (unsigned b = 2; b < kNumBins; ++b) {  // a run of one page is all links
+    for (FreeRun* r = h->bins[b]; r != nullptr; r = r->next) {
+      if (r->purged != 0) continue;
+      ChunkHeader* c = chunk_header_of(r);
+      const std::size_t rest = (page_table(c)[page_index(c, r)] & kRunLength) - 1;
+      if (os::discard(reinterpret_cast<std::uintptr_t>(r) + kPageSize, rest * kPageSize) != 0) {
+        fatal("madvise(MADV_DONTNEED) of heap %llu's free pages at %p failed",
+              static_cast<unsigned long long>(h->id), static_cast<void*>(r));
+      }
+      r->purged = 1;
+      ++calls;
+      bytes += rest * kPageSize;
+    }
+  }
+  count_purge_calls(h, calls);
+  return bytes;
 }
 
 std::size_t free_run_pages(const HeapState* h) noexcept {

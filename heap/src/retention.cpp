@@ -185,6 +185,13 @@ std::size_t resident_retained_bytes(const HeapState* h) noexcept {
   return bytes;
 }
 
+void count_purge_calls(HeapState* h, std::uint64_t calls) noexcept {
+  if (calls == 0) return;
+  ZoneImpl::Residency& r = zone().residency(h->id);
+  if (r.heap != h->id) r = ZoneImpl::Residency{h->id, h->retain_seq, 0, 0};
+  r.purge_calls += calls;
+}
+
 std::uint64_t purge_calls(const HeapState* h) noexcept {
   const ZoneImpl::Residency& r = zone().residency(h->id);
   return r.heap == h->id ? r.purge_calls : 0;
@@ -211,6 +218,8 @@ void Heap::set_retain_limit(std::size_t bytes) noexcept {
 }
 
 std::size_t Heap::purge_retained() noexcept { return detail::purge_retained(detail::state(this)); }
+
+std::size_t Heap::purge_free_runs() noexcept { return detail::purge_free_runs(detail::state(this)); }
 
 RetainConfig Zone::retention() noexcept {
   const detail::Settings& s = detail::g_settings;

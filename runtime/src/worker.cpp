@@ -200,7 +200,7 @@ void Worker::on_prepare(uv_prepare_t* handle) {
       }
     }
   }
-  if (reheap::Zone::heap_cache_bytes() != 0 || reheap::Zone::retained_resident_bytes() != 0) {
+  if (!w->cells_.empty() || reheap::Zone::heap_cache_bytes() != 0) {
     uv_timer_start(&w->purge_timer_, &Worker::on_purge, kPurgeAfterIdleMs, 0);
   }
   w->sleeping_.store(true, std::memory_order_seq_cst);
@@ -211,14 +211,18 @@ void Worker::on_prepare(uv_prepare_t* handle) {
   }
 }
 
-// Half a second asleep: give back the heaps the zone caches and the retained pages of the heaps
-// living here (this thread is theirs between turns; purging moves no block, zone.h "Retention").
+// Half a second asleep: give back the heaps the zone caches, and the freed memory the heaps living
+// here keep (this thread is theirs between turns; purging moves no block, zone.h "Retention").
+// Free page runs read as zero once purged, which a recording's digests would see: a recorded
+// reactor keeps them, so that its replay, purged or not, reads the same bytes.
 void Worker::on_purge(uv_timer_t* handle) {
   reheap::Zone::purge_heap_cache();
-  if (reheap::Zone::retained_resident_bytes() == 0) return;
   auto* w = static_cast<Worker*>(handle->data);
+  const bool retained = reheap::Zone::retained_resident_bytes() != 0;
   for (Cell* c : w->cells_) {
-    if (c->heap != nullptr) c->heap->purge_retained();
+    if (c->heap == nullptr) continue;
+    if (retained) c->heap->purge_retained();
+    if (c->recorder == nullptr) c->heap->purge_free_runs();
   }
 }
 

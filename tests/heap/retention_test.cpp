@@ -214,3 +214,39 @@ TEST(RetentionDefaults, CheckedBuildsStartWithoutRetention) {
 
 }  // namespace
 }  // namespace reheap::retention_test
+
+namespace reheap::retention_test {
+namespace {
+
+TEST(PurgeFreeRuns, GivesBackTheFreePagesOfPageRunsButKeepsTheRunsWhereTheyAre) {
+  HeapPtr heap = Heap::create();
+  std::vector<char*> runs;
+  for (int i = 0; i < 16; ++i) {
+    auto* p = static_cast<char*>(heap->allocate(256 * 1024));
+    std::memset(p, 0x5a, 256 * 1024);
+    runs.push_back(p);
+  }
+  for (int i = 0; i < 16; i += 2) heap->deallocate(runs[static_cast<std::size_t>(i)]);  // 8 free runs
+  const HeapStats before = heap->stats();
+  EXPECT_EQ(heap->purge_free_runs(), 8 * (256 * 1024 - 4096)) << "all but each run's first page";
+  EXPECT_EQ(heap->purge_free_runs(), 0u) << "a purged run is not purged again";
+  const HeapStats after = heap->stats();
+  EXPECT_EQ(after.committed_bytes, before.committed_bytes);
+  EXPECT_EQ(after.large_free_bytes, before.large_free_bytes);
+  EXPECT_EQ(after.os.madvise, before.os.madvise + 8);
+  EXPECT_EQ(runs[0][4096], 0) << "purged pages read as zero";
+  EXPECT_EQ(runs[1][4096], 0x5a) << "live runs are untouched";
+
+  // Freeing a neighbour merges it into a purged run, which has resident pages again.
+  heap->deallocate(runs[1]);
+  EXPECT_EQ(heap->purge_free_runs(), 3 * 256 * 1024 - 4096);
+  // And the runs serve the same blocks as before: where they were.
+  auto* again = static_cast<char*>(heap->allocate(256 * 1024));
+  EXPECT_NE(again, nullptr);
+  EXPECT_EQ(Heap::owner_of(again), heap.get());
+  heap->deallocate(again);
+  for (int i = 3; i < 16; i += 2) heap->deallocate(runs[static_cast<std::size_t>(i)]);
+}
+
+}  // namespace
+}  // namespace reheap::retention_test

@@ -148,6 +148,12 @@ class Heap {
   // the heap's, so no later address changes. Returns the bytes purged. Only on the heap's
   // thread, between uses.
   std::size_t purge_retained() noexcept;
+  // Gives back to the OS the pages of the heap's free page runs (all but the first page of each,
+  // which holds the run's links); the runs stay free and in place, so no later address changes,
+  // and they still count in committed_bytes. Returns the bytes given back. Unlike
+  // purge_retained, this changes bytes that used_pages_digest reads (freed memory now reads as
+  // zero): the runtime does it only to reactors that are not recorded.
+  std::size_t purge_free_runs() noexcept;
 
  private:
   Heap() = default;
