@@ -118,6 +118,40 @@ TEST(HeapCache, ARecycledHeapHandsOutZeroedBlocksAndFreshStatistics) {
   EXPECT_GE(full.failed_allocations, 1u);
 }
 
+TEST(HeapCache, ALifeThatCarvesLessKeepsTheRestOfAnOlderLifeCleared) {
+  // The second life carves one class a little and the others not at all; the third life must not
+  // see what the first left beyond the second's reach.
+  CacheSettings settings(with_delay(0));
+  const void* old_state = nullptr;
+  {
+    HeapPtr old = Heap::create();
+    old_state = old.get();
+    HeapScope scope(*old);
+    for (std::size_t size : {24, 64, 240}) {
+      for (int i = 0; i < 50; ++i) std::memset(::operator new(size), kOld, size);
+    }
+  }
+  {
+    HeapPtr second = Heap::create();
+    ASSERT_EQ(static_cast<const void*>(second.get()), old_state);
+    HeapScope scope(*second);
+    static_cast<char*>(::operator new(24))[0] = 1;
+  }
+  HeapPtr third = Heap::create();
+  ASSERT_EQ(static_cast<const void*>(third.get()), old_state);
+  std::size_t dirty_bytes = 0;  // counted in the heap's scope, reported outside it
+  {
+    HeapScope scope(*third);
+    for (std::size_t size : {24, 64, 240}) {
+      for (int i = 0; i < 50; ++i) {
+        const auto* p = static_cast<const unsigned char*>(::operator new(size));
+        dirty_bytes += static_cast<std::size_t>(std::count_if(p, p + size, [](unsigned char b) { return b != 0; }));
+      }
+    }
+  }
+  EXPECT_EQ(dirty_bytes, 0u) << "the first life's bytes showed through the third";
+}
+
 TEST(HeapCache, ASnapshotOfARecycledHeapHoldsNothingOfThePreviousOne) {
   CacheSettings settings(with_delay(0));
   const void* old_state = nullptr;
