@@ -62,7 +62,22 @@ std::size_t release_oldest(std::size_t keep_heaps, std::size_t keep_bytes) noexc
   }
 }
 
+// The committed bytes of class `cls`'s lanes in a first chunk, from the lane of group 0 up to
+// `end` (an offset from the chunk, inside one of the class's lanes or at its end).
+std::size_t lane_bytes_below(unsigned cls, std::size_t end) noexcept {
+  if (end == 0) return 0;
+  const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
+  const std::size_t group = (end - cls * kLaneSize) / kGroupSize;
+  const std::size_t in_lane = end - group * kGroupSize - cls * kLaneSize;
+  return group * whole_lane + align_up(in_lane, kPageSize);
+}
+
 // Committed pages of the first class chunk of `h`, and what the record says of it.
+//
+// Carving keeps every byte of the committed window past the cursor zero (fresh pages are zero,
+// recycled ones are cleared up to the old reach), so only what lies below the cursor is this
+// life's: the next life clears that much, not the whole window. What an earlier life left beyond
+// this one's reach (recycled_dirty_end) is still there and stays in the record.
 std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
   const ChunkHeader* first = h->class_head;
   const std::uintptr_t base = chunk_of(first, true);
@@ -70,20 +85,22 @@ std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
   record->groups = 1;
   for (unsigned cls = 0; cls < kNumClasses; ++cls) {
     const ClassCursor& k = h->cursor[cls];
-    if (k.chunk == nullptr) continue;
-    const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
+    const std::size_t older = h->recycled_dirty_end[cls];
+    std::size_t dirty = older;
+    std::size_t committed = lane_bytes_below(cls, older);
     if (k.chunk == first) {
-      const std::uintptr_t lane = base + k.group * kGroupSize + cls * kLaneSize;
       const auto limit = reinterpret_cast<std::uintptr_t>(k.limit);
-      bytes += k.group * whole_lane + (limit - lane);
-      record->dirty_end[cls] = static_cast<std::uint32_t>(limit - base);
+      dirty = std::max(dirty, static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.cur) - base));
+      committed = std::max(committed, lane_bytes_below(cls, limit - base));
       record->groups = std::max(record->groups, k.group + 1);
-    } else {
-      bytes += kGroupsPerChunk * whole_lane;
-      record->dirty_end[cls] =
-          static_cast<std::uint32_t>((kGroupsPerChunk - 1) * kGroupSize + cls * kLaneSize + whole_lane);
+    } else if (k.chunk != nullptr) {
+      const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
+      dirty = (kGroupsPerChunk - 1) * kGroupSize + cls * kLaneSize + whole_lane;
+      committed = kGroupsPerChunk * whole_lane;
       record->groups = kGroupsPerChunk;
     }
+    record->dirty_end[cls] = static_cast<std::uint32_t>(dirty);
+    bytes += committed;
   }
   return bytes;
 }
