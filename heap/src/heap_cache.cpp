@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include "current.h"
@@ -105,6 +107,20 @@ std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
   return bytes;
 }
 
+// Zeroes the dying heap's state, on the thread that used it (its lines are in that core's cache),
+// so that a reuse writes only a new heap's non-zero fields. Of the bins, mostly never touched,
+// only the non-empty ones (bin_mask) are cleared.
+void scrub_state(HeapState* h) noexcept {
+  for (unsigned w = 0; w < std::size(h->bin_mask); ++w) {
+    for (std::uint64_t m = h->bin_mask[w]; m != 0; m &= m - 1) h->bins[w * 64 + static_cast<unsigned>(std::countr_zero(m))] = nullptr;
+  }
+  char* const begin = reinterpret_cast<char*>(h);
+  char* const bins = reinterpret_cast<char*>(h->bins);
+  char* const after_bins = bins + sizeof h->bins;
+  std::memset(begin, 0, static_cast<std::size_t>(bins - begin));
+  std::memset(after_bins, 0, static_cast<std::size_t>(begin + sizeof(HeapState) - after_bins));
+}
+
 }  // namespace
 
 bool cache_heap(HeapState* h) noexcept {
@@ -120,7 +136,8 @@ bool cache_heap(HeapState* h) noexcept {
       });
   ZoneImpl& z = zone();
   const std::uintptr_t chunk = chunk_of(first, true);
-  new (heap_at(chunk)) CachedHeap(record);  // h is gone from here on
+  scrub_state(h);
+  std::memcpy(static_cast<void*>(h), &record, sizeof record);  // h is gone from here on
   z.heap_destroyed();
   // Past a bound, down to seven eighths of it at once: a cache that just overflowed would
   // otherwise give back one heap per destroy from then on.
@@ -139,25 +156,30 @@ bool cache_heap(HeapState* h) noexcept {
   return true;
 }
 
-std::uintptr_t reuse_cached_heap(HeapId* id, std::uint32_t* dirty_end) noexcept {
-  if (zone().retained_bytes() == 0) return 0;  // the common case without recycling: no lock
-  const std::uintptr_t chunk = zone().reuse(g_settings.delay.load(std::memory_order_relaxed), id);
-  if (chunk != 0) {
-    const CachedHeap record = *reinterpret_cast<const CachedHeap*>(heap_at(chunk));
-    std::memcpy(dirty_end, record.dirty_end, sizeof record.dirty_end);
-    // The header page reads as a fresh chunk's; the state itself is constructed whole by
-    // Heap::create, so only the bytes around it are cleared here.
-    char* const page = reinterpret_cast<char*>(class_header(chunk));
-    std::memset(page, 0, kStateOffset);
-    std::memset(page + kStateOffset + sizeof(HeapState), 0, kPageSize - kStateOffset - sizeof(HeapState));
-    if constexpr (kChecks) {
-      // The free bitmaps are read whole by a snapshot: none of the old heap's bits may remain.
-      for (std::uint32_t g = 0; g < record.groups; ++g) {
-        std::memset(reinterpret_cast<void*>(chunk + g * kGroupSize + kShadowLane * kLaneSize), 0, kShadowBytes);
-      }
+HeapState* reuse_cached_heap() noexcept {
+  if (zone().retained_bytes() == 0) return nullptr;  // the common case without recycling: no lock
+  HeapId id = 0;
+  const std::uintptr_t chunk = zone().reuse(g_settings.delay.load(std::memory_order_relaxed), &id);
+  if (chunk == 0) return nullptr;
+  void* const state = heap_at(chunk);
+  CachedHeap record;
+  std::memcpy(&record, state, sizeof record);
+  // The header page reads as a fresh chunk's: scrub_state left the state zero but for the record,
+  // and nothing writes the page past the state. Only a new heap's non-zero fields are written, so
+  // this touches a few cache lines of a page the destroying worker wrote last.
+  std::memset(class_header(chunk), 0, kStateOffset);
+  std::memset(state, 0, sizeof record);
+  if constexpr (kChecks) {
+    // The free bitmaps are read whole by a snapshot: none of the old heap's bits may remain.
+    for (std::uint32_t g = 0; g < record.groups; ++g) {
+      std::memset(reinterpret_cast<void*>(chunk + g * kGroupSize + kShadowLane * kLaneSize), 0, kShadowBytes);
     }
   }
-  return chunk;
+  auto* h = std::launder(static_cast<HeapState*>(state));
+  h->id = id;
+  h->limit = kUnlimited;
+  std::memcpy(h->recycled_dirty_end, record.dirty_end, sizeof record.dirty_end);
+  return h;
 }
 
 }  // namespace detail

@@ -152,6 +152,51 @@ TEST(HeapCache, ALifeThatCarvesLessKeepsTheRestOfAnOlderLifeCleared) {
   EXPECT_EQ(dirty_bytes, 0u) << "the first life's bytes showed through the third";
 }
 
+TEST(HeapCache, ARecycledHeapKeepsNoFreePageRunOrCountOfThePreviousOne) {
+  // The old heap leaves free page runs in its bins, live runs, a huge block and a refused
+  // allocation behind; none of it may be the new heap's.
+  CacheSettings settings(with_delay(0));
+  const void* old_state = nullptr;
+  {
+    HeapPtr old = Heap::create(HeapConfig{std::size_t{64} << 20});
+    old_state = old.get();
+    std::vector<void*> runs;
+    for (std::size_t pages : {3, 5, 9, 17, 40}) {
+      for (int i = 0; i < 4; ++i) runs.push_back(old->allocate(pages * 4096));
+    }
+    for (std::size_t i = 0; i < runs.size(); i += 2) old->deallocate(runs[i]);
+    ASSERT_NE(old->allocate(std::size_t{8} << 20), nullptr);
+    EXPECT_EQ(old->allocate(std::size_t{128} << 20), nullptr);
+    const HeapStats dirty = old->stats();
+    ASSERT_GT(dirty.large_free_bytes, 0u);
+    ASSERT_GT(dirty.failed_allocations, 0u);
+  }
+  HeapPtr heap = Heap::create();
+  ASSERT_EQ(static_cast<const void*>(heap.get()), old_state);
+  const HeapStats fresh = heap->stats();
+  EXPECT_EQ(fresh.large_chunks, 0u);
+  EXPECT_EQ(fresh.large_free_bytes, 0u);
+  EXPECT_EQ(fresh.large_live_blocks, 0u);
+  EXPECT_EQ(fresh.huge_live_blocks, 0u);
+  EXPECT_EQ(fresh.failed_allocations, 0u);
+  EXPECT_EQ(fresh.limit_bytes, kUnlimited);
+  EXPECT_EQ(fresh.committed_bytes, 4096u);
+  // Each bin takes a freed run and hands out runs again: an old list head would come back.
+  for (std::size_t pages : {3, 5, 9, 17, 40}) {
+    void* kept = heap->allocate(pages * 4096);
+    void* freed = heap->allocate(pages * 4096);
+    ASSERT_NE(kept, nullptr);
+    ASSERT_NE(freed, nullptr);
+    heap->deallocate(freed);
+    for (int i = 0; i < 3; ++i) {
+      void* p = heap->allocate(pages * 4096);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(Heap::owner_of(p), heap.get()) << pages << " pages: a run of a released chunk";
+    }
+  }
+  EXPECT_EQ(heap->stats().large_chunks, 1u);
+}
+
 TEST(HeapCache, ASnapshotOfARecycledHeapHoldsNothingOfThePreviousOne) {
   CacheSettings settings(with_delay(0));
   const void* old_state = nullptr;
