@@ -88,15 +88,17 @@ std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
   for (unsigned cls = 0; cls < kNumClasses; ++cls) {
     const ClassCursor& k = h->cursor[cls];
     const std::size_t older = h->recycled_dirty_end[cls];
+    if (k.chunk == nullptr && older == 0) continue;  // most classes: never carved, nothing left
     std::size_t dirty = older;
-    std::size_t committed = lane_bytes_below(cls, older);
+    std::size_t committed = older != 0 ? lane_bytes_below(cls, older) : 0;
+    const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
     if (k.chunk == first) {
+      const std::uintptr_t lane = base + k.group * kGroupSize + cls * kLaneSize;
       const auto limit = reinterpret_cast<std::uintptr_t>(k.limit);
       dirty = std::max(dirty, static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.cur) - base));
-      committed = std::max(committed, lane_bytes_below(cls, limit - base));
+      committed = std::max(committed, k.group * whole_lane + (limit - lane));
       record->groups = std::max(record->groups, k.group + 1);
     } else if (k.chunk != nullptr) {
-      const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
       dirty = (kGroupsPerChunk - 1) * kGroupSize + cls * kLaneSize + whole_lane;
       committed = kGroupsPerChunk * whole_lane;
       record->groups = kGroupsPerChunk;
