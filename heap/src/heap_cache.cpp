@@ -110,16 +110,23 @@ std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
 }
 
 // Zeroes the dying heap's state, on the thread that used it (its lines are in that core's cache),
-// so that a reuse writes only a new heap's non-zero fields. Of the bins, mostly never touched,
-// only the non-empty ones (bin_mask) are cleared.
+// so that a reuse writes only a new heap's non-zero fields. What is zero already is left alone:
+// of the bins only the non-empty ones (bin_mask) and of the cursors only the classes that carved
+// (a cursor without a chunk is all zero), most of both being lines nobody touched.
 void scrub_state(HeapState* h) noexcept {
   for (unsigned w = 0; w < std::size(h->bin_mask); ++w) {
     for (std::uint64_t m = h->bin_mask[w]; m != 0; m &= m - 1) h->bins[w * 64 + static_cast<unsigned>(std::countr_zero(m))] = nullptr;
   }
+  for (ClassCursor& k : h->cursor) {
+    if (k.chunk != nullptr) k = ClassCursor{};
+  }
   char* const begin = reinterpret_cast<char*>(h);
+  char* const cursors = reinterpret_cast<char*>(h->cursor);
+  char* const after_cursors = cursors + sizeof h->cursor;
   char* const bins = reinterpret_cast<char*>(h->bins);
   char* const after_bins = bins + sizeof h->bins;
-  std::memset(begin, 0, static_cast<std::size_t>(bins - begin));
+  std::memset(begin, 0, static_cast<std::size_t>(cursors - begin));
+  std::memset(after_cursors, 0, static_cast<std::size_t>(bins - after_cursors));
   std::memset(after_bins, 0, static_cast<std::size_t>(begin + sizeof(HeapState) - after_bins));
 }
 
