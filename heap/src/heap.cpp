@@ -132,26 +132,25 @@ HeapPtr Heap::create(const HeapConfig& config) {
   detail::ZoneImpl& zone = detail::zone();
   zone.ensure_reserved();
   std::uint64_t mprotect_calls = 0;
-  detail::HeapId id = 0;
-  std::uint32_t dirty_end[kNumClasses] = {};
-  std::uintptr_t chunk = detail::reuse_cached_heap(&id, dirty_end);
-  if (chunk == 0) {
+  HeapState* h = detail::reuse_cached_heap();
+  std::uintptr_t chunk = 0;
+  if (h != nullptr) {
+    chunk = ZoneImpl::chunk_base(reinterpret_cast<std::uintptr_t>(h));
+  } else {
     chunk = zone.acquire(detail::Half::kClass, 1, 0, &mprotect_calls);
     if (chunk == 0) throw std::bad_alloc();
-    id = ZoneImpl::owner_of(chunk);
+    h = new (detail::heap_at(chunk)) HeapState(ZoneImpl::owner_of(chunk));
   }
   detail::ChunkHeader* header = detail::class_header(chunk);
   header->kind = detail::ChunkKind::kClass;
-  header->owner = id;
+  header->owner = h->id;
   header->run_chunks = 1;
-  auto* h = new (detail::heap_at(chunk)) HeapState(id);
   h->limit = config.limit_bytes;
   detail::init_retention(h);
   h->committed = kPageSize;  // the page holding the chunk header and this state
   h->class_head = h->class_tail = header;
   h->class_chunks = 1;
   h->os.mprotect = mprotect_calls;
-  std::memcpy(h->recycled_dirty_end, dirty_end, sizeof dirty_end);
   zone.heap_created();
   return HeapPtr(h);
 }

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include "current.h"
@@ -62,7 +64,22 @@ std::size_t release_oldest(std::size_t keep_heaps, std::size_t keep_bytes) noexc
   }
 }
 
+// The committed bytes of class `cls`'s lanes in a first chunk, from the lane of group 0 up to
+// `end` (an offset from the chunk, inside one of the class's lanes or at its end).
+std::size_t lane_bytes_below(unsigned cls, std::size_t end) noexcept {
+  if (end == 0) return 0;
+  const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
+  const std::size_t group = (end - cls * kLaneSize) / kGroupSize;
+  const std::size_t in_lane = end - group * kGroupSize - cls * kLaneSize;
+  return group * whole_lane + align_up(in_lane, kPageSize);
+}
+
 // Committed pages of the first class chunk of `h`, and what the record says of it.
+//
+// Carving keeps every byte of the committed window past the cursor zero (fresh pages are zero,
+// recycled ones are cleared up to the old reach), so only what lies below the cursor is this
+// life's: the next life clears that much, not the whole window. What an earlier life left beyond
+// this one's reach (recycled_dirty_end) is still there and stays in the record.
 std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
   const ChunkHeader* first = h->class_head;
   const std::uintptr_t base = chunk_of(first, true);
@@ -70,22 +87,47 @@ std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
   record->groups = 1;
   for (unsigned cls = 0; cls < kNumClasses; ++cls) {
     const ClassCursor& k = h->cursor[cls];
-    if (k.chunk == nullptr) continue;
+    const std::size_t older = h->recycled_dirty_end[cls];
+    if (k.chunk == nullptr && older == 0) continue;  // most classes: never carved, nothing left
+    std::size_t dirty = older;
+    std::size_t committed = older != 0 ? lane_bytes_below(cls, older) : 0;
     const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
     if (k.chunk == first) {
       const std::uintptr_t lane = base + k.group * kGroupSize + cls * kLaneSize;
       const auto limit = reinterpret_cast<std::uintptr_t>(k.limit);
-      bytes += k.group * whole_lane + (limit - lane);
-      record->dirty_end[cls] = static_cast<std::uint32_t>(limit - base);
+      dirty = std::max(dirty, static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.cur) - base));
+      committed = std::max(committed, k.group * whole_lane + (limit - lane));
       record->groups = std::max(record->groups, k.group + 1);
-    } else {
-      bytes += kGroupsPerChunk * whole_lane;
-      record->dirty_end[cls] =
-          static_cast<std::uint32_t>((kGroupsPerChunk - 1) * kGroupSize + cls * kLaneSize + whole_lane);
+    } else if (k.chunk != nullptr) {
+      dirty = (kGroupsPerChunk - 1) * kGroupSize + cls * kLaneSize + whole_lane;
+      committed = kGroupsPerChunk * whole_lane;
       record->groups = kGroupsPerChunk;
     }
+    record->dirty_end[cls] = static_cast<std::uint32_t>(dirty);
+    bytes += committed;
   }
   return bytes;
+}
+
+// Zeroes the dying heap's state, on the thread that used it (its lines are in that core's cache),
+// so that a reuse writes only a new heap's non-zero fields. What is zero already is left alone:
+// of the bins only the non-empty ones (bin_mask) and of the cursors only the classes that carved
+// (a cursor without a chunk is all zero), most of both being lines nobody touched.
+void scrub_state(HeapState* h) noexcept {
+  for (unsigned w = 0; w < std::size(h->bin_mask); ++w) {
+    for (std::uint64_t m = h->bin_mask[w]; m != 0; m &= m - 1) h->bins[w * 64 + static_cast<unsigned>(std::countr_zero(m))] = nullptr;
+  }
+  for (ClassCursor& k : h->cursor) {
+    if (k.chunk != nullptr) k = ClassCursor{};
+  }
+  char* const begin = reinterpret_cast<char*>(h);
+  char* const cursors = reinterpret_cast<char*>(h->cursor);
+  char* const after_cursors = cursors + sizeof h->cursor;
+  char* const bins = reinterpret_cast<char*>(h->bins);
+  char* const after_bins = bins + sizeof h->bins;
+  std::memset(begin, 0, static_cast<std::size_t>(cursors - begin));
+  std::memset(after_cursors, 0, static_cast<std::size_t>(bins - after_cursors));
+  std::memset(after_bins, 0, static_cast<std::size_t>(begin + sizeof(HeapState) - after_bins));
 }
 
 }  // namespace
@@ -103,7 +145,8 @@ bool cache_heap(HeapState* h) noexcept {
       });
   ZoneImpl& z = zone();
   const std::uintptr_t chunk = chunk_of(first, true);
-  new (heap_at(chunk)) CachedHeap(record);  // h is gone from here on
+  scrub_state(h);
+  std::memcpy(static_cast<void*>(h), &record, sizeof record);  // h is gone from here on
   z.heap_destroyed();
   // Past a bound, down to seven eighths of it at once: a cache that just overflowed would
   // otherwise give back one heap per destroy from then on.
@@ -122,25 +165,30 @@ bool cache_heap(HeapState* h) noexcept {
   return true;
 }
 
-std::uintptr_t reuse_cached_heap(HeapId* id, std::uint32_t* dirty_end) noexcept {
-  if (zone().retained_bytes() == 0) return 0;  // the common case without recycling: no lock
-  const std::uintptr_t chunk = zone().reuse(g_settings.delay.load(std::memory_order_relaxed), id);
-  if (chunk != 0) {
-    const CachedHeap record = *reinterpret_cast<const CachedHeap*>(heap_at(chunk));
-    std::memcpy(dirty_end, record.dirty_end, sizeof record.dirty_end);
-    // The header page reads as a fresh chunk's; the state itself is constructed whole by
-    // Heap::create, so only the bytes around it are cleared here.
-    char* const page = reinterpret_cast<char*>(class_header(chunk));
-    std::memset(page, 0, kStateOffset);
-    std::memset(page + kStateOffset + sizeof(HeapState), 0, kPageSize - kStateOffset - sizeof(HeapState));
-    if constexpr (kChecks) {
-      // The free bitmaps are read whole by a snapshot: none of the old heap's bits may remain.
-      for (std::uint32_t g = 0; g < record.groups; ++g) {
-        std::memset(reinterpret_cast<void*>(chunk + g * kGroupSize + kShadowLane * kLaneSize), 0, kShadowBytes);
-      }
+HeapState* reuse_cached_heap() noexcept {
+  if (zone().retained_bytes() == 0) return nullptr;  // the common case without recycling: no lock
+  HeapId id = 0;
+  const std::uintptr_t chunk = zone().reuse(g_settings.delay.load(std::memory_order_relaxed), &id);
+  if (chunk == 0) return nullptr;
+  void* const state = heap_at(chunk);
+  CachedHeap record;
+  std::memcpy(&record, state, sizeof record);
+  // The header page reads as a fresh chunk's: scrub_state left the state zero but for the record,
+  // and nothing writes the page past the state. Only a new heap's non-zero fields are written, so
+  // this touches a few cache lines of a page the destroying worker wrote last.
+  std::memset(class_header(chunk), 0, kStateOffset);
+  std::memset(state, 0, sizeof record);
+  if constexpr (kChecks) {
+    // The free bitmaps are read whole by a snapshot: none of the old heap's bits may remain.
+    for (std::uint32_t g = 0; g < record.groups; ++g) {
+      std::memset(reinterpret_cast<void*>(chunk + g * kGroupSize + kShadowLane * kLaneSize), 0, kShadowBytes);
     }
   }
-  return chunk;
+  auto* h = std::launder(static_cast<HeapState*>(state));
+  h->id = id;
+  h->limit = kUnlimited;
+  std::memcpy(h->recycled_dirty_end, record.dirty_end, sizeof record.dirty_end);
+  return h;
 }
 
 }  // namespace detail

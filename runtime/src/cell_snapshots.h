@@ -18,6 +18,11 @@ struct CellSnapshots {
   std::filesystem::path last_snapshot;    // newest file of the chain
 
   void clear() {
+    // Most reactors never snapshot: nothing to free (and path::clear re-parses its empty name).
+    if (!snapshotter && checkpoint.capacity() == 0 && last_snapshot.empty()) {
+      tracks = false;
+      return;
+    }
     snapshotter.reset();
     tracks = false;
     checkpoint.clear();

@@ -16,6 +16,16 @@ struct CellSupervision {
   std::string what;
   std::string hook;
   std::deque<std::chrono::steady_clock::time_point> restart_times;  // within restart_window
+
+  // As a new one, in place: a fresh std::deque allocates (and the old one frees) its buffers,
+  // which a short-lived reactor's teardown would pay every time.
+  void reset() noexcept {
+    failed = false;
+    kind = FailureKind::kException;
+    what.clear();
+    hook.clear();
+    restart_times.clear();
+  }
 };
 
 }  // namespace reheap::detail

@@ -254,7 +254,7 @@ void Worker::teardown(Cell* c) {
     c->recorder.reset();  // flushes what it holds, before the heap goes
     c->snap.clear();
     c->heap.reset();
-    c->supervision = CellSupervision{};
+    c->supervision.reset();
     c->options = SpawnOptions{};
   }
   // What waits in the mailbox now is dead: nobody will handle it. A snapshot request is still

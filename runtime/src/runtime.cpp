@@ -269,7 +269,7 @@ ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
   c->rejected.store(0, std::memory_order_relaxed);
   c->worker.store(&w, std::memory_order_relaxed);
   // Anchored on the worker, at the reactor's first event (recording/recorder.cpp).
-  const RecordingOptions recording = detail::recording::resolve(options.recording, rt.config.recording);
+  const RecordingOptions& recording = detail::recording::resolve(options.recording, rt.config.recording);
   c->recorder.reset();
   if (recording.mode == RecordingMode::kFile || recording.mode == RecordingMode::kRing) {
     c->recorder = detail::recording::make_recorder(recording, rt.recording_errors);

@@ -99,23 +99,110 @@ TEST(HeapCache, ARecycledHeapHandsOutZeroedBlocksAndFreshStatistics) {
   EXPECT_EQ(fresh.class_chunks, 1u);
   EXPECT_EQ(fresh.large_chunks, 0u);
   EXPECT_EQ(heap->root(), nullptr);
-  HeapScope scope(*heap);
-  for (std::size_t size : {24, 64, 240, 3000}) {
-    for (int i = 0; i < 10; ++i) {
-      const auto* p = static_cast<const unsigned char*>(::operator new(size));
-      for (std::size_t k = 0; k < size; ++k) ASSERT_EQ(p[k], 0) << "size " << size << " byte " << k;
+  // Counted in the heap's scope, checked outside it: a failure recorded while the heap is current
+  // would be recorded in the heap, and go with it.
+  std::size_t dirty_bytes = 0;
+  std::size_t got = 0;
+  {
+    HeapScope scope(*heap);
+    for (std::size_t size : {24, 64, 240, 3000}) {
+      for (int i = 0; i < 10; ++i) {
+        const auto* p = static_cast<const unsigned char*>(::operator new(size));
+        dirty_bytes += static_cast<std::size_t>(std::count_if(p, p + size, [](unsigned char b) { return b != 0; }));
+      }
+    }
+    // The limit holds as for a new heap: the old heap's committed pages are not the new one's.
+    while (got < (std::size_t{1} << 20)) {
+      void* p = heap->allocate(240);
+      if (p == nullptr) break;
+      std::memset(p, 1, 240);
+      got += 240;
     }
   }
-  // The limit holds as for a new heap: the old heap's committed pages are not the new one's.
-  std::size_t got = 0;
-  while (void* p = heap->allocate(240)) {
-    std::memset(p, 1, 240);
-    got += 240;
-    ASSERT_LT(got, std::size_t{1} << 20);
-  }
+  EXPECT_EQ(dirty_bytes, 0u) << "the old heap's bytes showed through";
+  EXPECT_LT(got, std::size_t{1} << 20);
   const HeapStats full = heap->stats();
   EXPECT_LE(full.committed_bytes, 64u * 1024);
   EXPECT_GE(full.failed_allocations, 1u);
+}
+
+TEST(HeapCache, ALifeThatCarvesLessKeepsTheRestOfAnOlderLifeCleared) {
+  // The second life carves one class a little and the others not at all; the third life must not
+  // see what the first left beyond the second's reach.
+  CacheSettings settings(with_delay(0));
+  const void* old_state = nullptr;
+  {
+    HeapPtr old = Heap::create();
+    old_state = old.get();
+    HeapScope scope(*old);
+    for (std::size_t size : {24, 64, 240}) {
+      for (int i = 0; i < 50; ++i) std::memset(::operator new(size), kOld, size);
+    }
+  }
+  {
+    HeapPtr second = Heap::create();
+    ASSERT_EQ(static_cast<const void*>(second.get()), old_state);
+    HeapScope scope(*second);
+    static_cast<char*>(::operator new(24))[0] = 1;
+  }
+  HeapPtr third = Heap::create();
+  ASSERT_EQ(static_cast<const void*>(third.get()), old_state);
+  std::size_t dirty_bytes = 0;  // counted in the heap's scope, reported outside it
+  {
+    HeapScope scope(*third);
+    for (std::size_t size : {24, 64, 240}) {
+      for (int i = 0; i < 50; ++i) {
+        const auto* p = static_cast<const unsigned char*>(::operator new(size));
+        dirty_bytes += static_cast<std::size_t>(std::count_if(p, p + size, [](unsigned char b) { return b != 0; }));
+      }
+    }
+  }
+  EXPECT_EQ(dirty_bytes, 0u) << "the first life's bytes showed through the third";
+}
+
+TEST(HeapCache, ARecycledHeapKeepsNoFreePageRunOrCountOfThePreviousOne) {
+  // The old heap leaves free page runs in its bins, live runs, a huge block and a refused
+  // allocation behind; none of it may be the new heap's.
+  CacheSettings settings(with_delay(0));
+  const void* old_state = nullptr;
+  {
+    HeapPtr old = Heap::create(HeapConfig{std::size_t{64} << 20});
+    old_state = old.get();
+    std::vector<void*> runs;
+    for (std::size_t pages : {3, 5, 9, 17, 40}) {
+      for (int i = 0; i < 4; ++i) runs.push_back(old->allocate(pages * 4096));
+    }
+    for (std::size_t i = 0; i < runs.size(); i += 2) old->deallocate(runs[i]);
+    ASSERT_NE(old->allocate(std::size_t{8} << 20), nullptr);
+    EXPECT_EQ(old->allocate(std::size_t{128} << 20), nullptr);
+    const HeapStats dirty = old->stats();
+    ASSERT_GT(dirty.large_free_bytes, 0u);
+    ASSERT_GT(dirty.failed_allocations, 0u);
+  }
+  HeapPtr heap = Heap::create();
+  ASSERT_EQ(static_cast<const void*>(heap.get()), old_state);
+  const HeapStats fresh = heap->stats();
+  EXPECT_EQ(fresh.large_chunks, 0u);
+  EXPECT_EQ(fresh.large_free_bytes, 0u);
+  EXPECT_EQ(fresh.large_live_blocks, 0u);
+  EXPECT_EQ(fresh.huge_live_blocks, 0u);
+  EXPECT_EQ(fresh.failed_allocations, 0u);
+  EXPECT_EQ(fresh.limit_bytes, kUnlimited);
+  EXPECT_EQ(fresh.committed_bytes, 4096u);
+  // Each bin takes a freed run and hands out runs again: an old list head would come back.
+  for (std::size_t pages : {3, 5, 9, 17, 40}) {
+    void* kept = heap->allocate(pages * 4096);
+    void* freed = heap->allocate(pages * 4096);
+    ASSERT_NE(kept, nullptr);
+    ASSERT_NE(freed, nullptr);
+    heap->deallocate(freed);
+    for (int i = 0; i < 3; ++i) {
+      void* p = heap->allocate(pages * 4096);
+      ASSERT_NE(p, nullptr);
+      EXPECT_EQ(Heap::owner_of(p), heap.get()) << pages << " pages: a run of a released chunk";
+    }
+  }
+  EXPECT_EQ(heap->stats().large_chunks, 1u);
 }
 
 TEST(HeapCache, ASnapshotOfARecycledHeapHoldsNothingOfThePreviousOne) {

@@ -29,9 +29,10 @@
 // HeapCacheConfig::delay heaps wait behind it, so a create and destroy cost neither madvise nor
 // page faults (and a runtime, which creates a reactor's heap on the spawning thread and destroys
 // it on the worker that ran it, recycles across threads). Whatever the old heap wrote is
-// invisible to the new one: its header page is cleared, and a page of the old heap's lanes is
-// zeroed when the new heap's carving first reaches it, so that the new heap, and any snapshot of
-// it, sees zeros or its own bytes only. While cached, the chunk is tombstoned as in quarantine.
+// invisible to the new one: its header page is cleared (the state by the destroying thread), and
+// the bytes the old heaps carved in a page of its lanes are zeroed when the new heap's carving
+// first reaches that page (the rest of the page is zero already), so that the new heap, and any
+// snapshot of it, sees zeros or its own bytes only. While cached, the chunk is tombstoned as in quarantine.
 // So the stale-pointer guarantee above holds, for a heap that went to the cache, until `delay`
 // (default 16) more heaps were destroyed in the process after it; then a stale pointer may reach
 // a live heap, as with any allocator. Builds with REHEAP_CHECKS start with the cache off (heaps =

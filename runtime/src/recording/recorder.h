@@ -15,8 +15,9 @@ namespace reheap::detail::recording {
 // runtime's RuntimeStats::recording_errors); it outlives the recorder.
 std::unique_ptr<Recorder> make_recorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors);
 
-// The options a spawn asked for, with kInherit resolved to the runtime's default.
-inline RecordingOptions resolve(const RecordingOptions& spawn, const RecordingOptions& runtime) {
+// The options a spawn asked for, with kInherit resolved to the runtime's default (a reference:
+// a copy would copy the directory's path at every spawn).
+inline const RecordingOptions& resolve(const RecordingOptions& spawn, const RecordingOptions& runtime) {
   return spawn.mode == RecordingMode::kInherit ? runtime : spawn;
 }
 
