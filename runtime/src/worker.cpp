@@ -250,8 +250,23 @@ void Worker::turn() {
     ready_head_ = ready_tail_ = nullptr;
     while (c != nullptr) {
       Cell* next = c->next_ready;
+      outbox_.forget_fed();
       run_cell(c);
       ++runs;
+      // A run that fed a consumer on this worker at least a batch (a stream, a fan-in) lets it
+      // catch up now, before the rest of the pass, rather than at its place in the queue, which
+      // may be behind every other producer. Its backlog is then handled while it is in the cache
+      // and its memory goes back to the message allocator warm, for the producers' next sends;
+      // in the queue's order, a fan-in's senders would fault in fresh pages for everything they
+      // send before the consumer handled any of it. A chatty pair (one message per event) never
+      // reaches a batch, so it keeps the plain FIFO order.
+      if (outbox_.fed_count() >= runtime_.config.batch) [[unlikely]] {
+        Cell* fed = outbox_.fed();
+        if (fed != c) {
+          catch_up(fed);
+          ++runs;
+        }
+      }
       c = next;
     }
   }
