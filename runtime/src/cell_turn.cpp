@@ -149,7 +149,7 @@ void Worker::run_messages(Cell* c, std::uint32_t budget) {
       }
     } else {
       c->stats.messages_in++;
-      const Message m(*e);
+      const Message m = MessageAccess::of(*e);
       c->current_sender = e->sender;
       c->placement.observe(e->sender);
       Event event;
@@ -187,7 +187,7 @@ std::uint32_t Worker::run_plain_messages(Cell* c, std::uint32_t budget, Envelope
     }
     ++n;
     c->stats.messages_in++;
-    const Message m(*e);
+    const Message m = MessageAccess::of(*e);
     c->current_sender = e->sender;
     c->placement.observe(e->sender);
     const bool live = funnel_.deliver_message(c, m);
