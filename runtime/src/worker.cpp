@@ -21,8 +21,6 @@
 namespace reheap::detail {
 namespace {
 
-constinit thread_local Worker* t_worker [[gnu::tls_model("initial-exec")]] = nullptr;  // see reactor_host.cpp
-
 void check_uv(int rc, const char* what) {
   if (rc != 0) {
     std::fprintf(stderr, "reheap: worker: %s: %s\n", what, uv_strerror(rc));
@@ -67,8 +65,7 @@ void Worker::join() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool Worker::on_this_thread() const noexcept { return t_worker == this; }
-Worker* Worker::current() noexcept { return t_worker; }
+constinit thread_local Worker* t_worker [[gnu::tls_model("initial-exec")]] = nullptr;
 
 void Worker::pin() {
   cpu_set_t allowed;

@@ -43,6 +43,11 @@
 namespace reheap::detail {
 
 class RuntimeImpl;
+class Worker;
+
+// The worker of the calling thread, or null. Read by every send (Worker::current): inline, and
+// initial-exec for the reason given at t_host_slot (host_slot.h).
+extern constinit thread_local Worker* t_worker [[gnu::tls_model("initial-exec")]];
 
 // Adds the time from construction to destruction to the cell's handler time: one clock read
 // pair per turn of a reactor, not per message.
@@ -82,8 +87,8 @@ class Worker {
   int index() const noexcept { return index_; }
   RuntimeImpl& runtime() const noexcept { return runtime_; }
   uv_loop_t* loop() noexcept { return &loop_; }
-  bool on_this_thread() const noexcept;
-  static Worker* current() noexcept;  // the worker of the calling thread, or null
+  bool on_this_thread() const noexcept { return t_worker == this; }
+  static Worker* current() noexcept { return t_worker; }  // the calling thread's, or null
 
   // Puts a cell whose `scheduled` flag the caller just flipped to 1 on this worker's queue.
   // Any thread.
