@@ -1,5 +1,6 @@
 // A cell's turn on its worker: its start hooks, a batch of its messages, a move, its teardown,
 // and supervision after each event (see worker.h for where a turn sits in the loop).
+#include <algorithm>
 #include <chrono>
 #include <system_error>
 
@@ -46,7 +47,7 @@ void Worker::run_cell(Cell* c) {
   running_ = c;
   {
     const HandlerClock clock(c);
-    run_messages(c);
+    run_messages(c, runtime_.config.batch);
   }
   running_ = nullptr;
   if (c->state == CellState::kStopping) {
@@ -64,7 +65,29 @@ void Worker::run_cell(Cell* c) {
   }
 }
 
-void Worker::run_messages(Cell* c) {
+void Worker::catch_up(Cell* c) {
+  // Only a reactor that runs here and will stay: an arriving or departing one, or one that has
+  // not started, goes through run_cell first. This thread found the cell by its reference when it
+  // sent (CellTable::find acquires its id), so the worker read here is that occupant's or a later
+  // one, stored with release by whoever wrote the fields read next: move_out (it wrote
+  // `arriving`) or, for a new occupant, publish (runtime.cpp; `started` is still false).
+  if (c->worker.load(std::memory_order_acquire) != this || c->arriving ||
+      c->move_to != nullptr || c->state != CellState::kLive || !c->started) {
+    return;
+  }
+  const std::uint32_t batch = runtime_.config.batch;
+  const std::uint32_t budget = std::max(batch, std::min(c->mailbox.waiting(), kCatchUpLimit));
+  running_ = c;
+  {
+    const HandlerClock clock(c);
+    run_messages(c, budget);
+  }
+  running_ = nullptr;
+  // Its queue entry stays where it is (the sends that fed it left it scheduled): that run tears
+  // the reactor down if it is stopping now, or finds what arrived meanwhile.
+}
+
+void Worker::run_messages(Cell* c, std::uint32_t budget) {
   if (c->arriving) {
     c->arriving = false;
     adopt(c);
@@ -81,14 +104,14 @@ void Worker::run_messages(Cell* c) {
   const bool drop_oldest =
       capacity != 0 && c->options.mailbox.overflow == OverflowPolicy::kDropOldest;
   std::uint32_t n = 0;
-  while (n < rt.config.batch && c->state == CellState::kLive) {
+  while (n < budget && c->state == CellState::kLive) {
     Envelope* e = nullptr;
     // Unbounded and unrecorded: the fast path. (A bounded mailbox's envelopes are counted, a
     // recorded reactor's events logged one by one: both stay on the path below.)
     if (capacity == 0 && c->recorder == nullptr && c->started && c->reactor != nullptr &&
         !c->supervision.failed) [[likely]] {
       bool empty = false;
-      n += run_plain_messages(c, rt.config.batch - n, &e, &empty);
+      n += run_plain_messages(c, budget - n, &e, &empty);
       if (c->supervision.failed || c->state != CellState::kLive) {
         after_hook(c);
         if (!c->started) run_start_hooks(c);  // restarted: on_restored before the next message
@@ -126,7 +149,7 @@ void Worker::run_messages(Cell* c) {
       }
     } else {
       c->stats.messages_in++;
-      const Message m(*e);
+      const Message m = MessageAccess::of(*e);
       c->current_sender = e->sender;
       c->placement.observe(e->sender);
       Event event;
@@ -164,7 +187,7 @@ std::uint32_t Worker::run_plain_messages(Cell* c, std::uint32_t budget, Envelope
     }
     ++n;
     c->stats.messages_in++;
-    const Message m(*e);
+    const Message m = MessageAccess::of(*e);
     c->current_sender = e->sender;
     c->placement.observe(e->sender);
     const bool live = funnel_.deliver_message(c, m);

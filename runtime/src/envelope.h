@@ -33,6 +33,13 @@ struct Envelope {
 static_assert(sizeof(Envelope) == 48 && sizeof(Envelope) % 16 == 0,
               "the payload must start 16-byte aligned");
 
+// The Message a handler gets for `e`, built inline (reheap/message.h).
+struct MessageAccess {
+  static Message of(const Envelope& e) noexcept {
+    return Message(e, e.type_id, e.encoding, e.size, e.payload());
+  }
+};
+
 // Allocates an envelope for `size` payload bytes (null when the message allocator is exhausted)
 // and frees one.
 Envelope* allocate_envelope(std::size_t size) noexcept;

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "envelope.h"
+#include "message_fast.h"
 #include "reheap/heap_scope.h"
-#include "reheap/message_allocator.h"
 
 namespace reheap {
 
@@ -24,11 +24,9 @@ const char* to_string(SendResult r) noexcept {
   return "unknown";
 }
 
-std::uint64_t Message::type_id() const noexcept { return e_->type_id; }
-Encoding Message::encoding() const noexcept { return e_->encoding; }
+Message::Message(const Envelope& e) noexcept : Message(detail::MessageAccess::of(e)) {}
+
 ActorRef Message::sender() const noexcept { return ActorRef(e_->sender); }
-const void* Message::data() const noexcept { return e_->payload(); }
-std::size_t Message::size() const noexcept { return e_->size; }
 
 namespace {
 
@@ -50,7 +48,7 @@ void Message::check_raw(std::uint64_t type_id, std::size_t size, std::size_t ali
     fail(type_id, "message: raw payload of " + std::to_string(e_->size) + " bytes, expected " +
                       std::to_string(size));
   }
-  if (align > alignof(std::max_align_t) * 2) fail(type_id, "message: over-aligned raw type");
+  if (align > kMaxRawAlign) fail(type_id, "message: over-aligned raw type");
 }
 
 msgpack::object_handle Message::unpack_checked(std::uint64_t type_id) const {
@@ -84,11 +82,13 @@ void Message::throw_convert_error(std::uint64_t type_id, const char* what) const
 
 namespace detail {
 
+// The allocator's fast paths inlined (message_fast.h) rather than called through
+// MessageAllocator: every message passes through these two, one call each instead of two.
 Envelope* allocate_envelope(std::size_t size) noexcept {
-  return static_cast<Envelope*>(MessageAllocator::allocate(sizeof(Envelope) + size));
+  return static_cast<Envelope*>(msg::allocate_fast(sizeof(Envelope) + size));
 }
 
-void free_envelope(Envelope* e) noexcept { MessageAllocator::deallocate(e); }
+void free_envelope(Envelope* e) noexcept { msg::free_fast(e); }
 
 namespace {
 Envelope* new_envelope(std::uint64_t type_id, Encoding encoding, std::size_t size,

@@ -58,9 +58,25 @@ class Outbox {
     if (count_ != 0) publish();
   }
 
+  // Worker thread: the cell the latest chains went to, and how many envelopes went there in a
+  // row, since forget_fed(). The worker asks after each cell run whether it fed a consumer on its
+  // own worker enough to let that consumer catch up at once (Worker::catch_up).
+  Cell* fed() const noexcept { return fed_; }
+  std::uint32_t fed_count() const noexcept { return fed_count_; }
+  void forget_fed() noexcept {
+    fed_ = nullptr;
+    fed_count_ = 0;
+  }
+
  private:
   [[gnu::noinline]] void publish() noexcept {
     post(target_, first_, last_, count_);
+    if (target_ == fed_) {
+      fed_count_ += count_;
+    } else {
+      fed_ = target_;
+      fed_count_ = count_;
+    }
     target_ = nullptr;
     count_ = 0;
   }
@@ -69,6 +85,8 @@ class Outbox {
   Envelope* first_ = nullptr;
   Envelope* last_ = nullptr;
   std::uint32_t count_ = 0;
+  Cell* fed_ = nullptr;
+  std::uint32_t fed_count_ = 0;
 };
 
 }  // namespace reheap::detail

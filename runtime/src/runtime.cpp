@@ -267,7 +267,9 @@ ActorRef publish(RuntimeImpl& rt, Cell* c, HeapPtr heap, Reactor* reactor,
   c->reject_when_full.store(options.mailbox.overflow == OverflowPolicy::kReject,
                             std::memory_order_relaxed);
   c->rejected.store(0, std::memory_order_relaxed);
-  c->worker.store(&w, std::memory_order_relaxed);
+  // Release: a worker that finds itself here (Worker::catch_up, for a cell it fed and whose
+  // occupant may have been replaced since) then sees the fields above, state and started first.
+  c->worker.store(&w, std::memory_order_release);
   // Anchored on the worker, at the reactor's first event (recording/recorder.cpp).
   const RecordingOptions& recording = detail::recording::resolve(options.recording, rt.config.recording);
   c->recorder.reset();

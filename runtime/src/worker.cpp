@@ -21,8 +21,6 @@
 namespace reheap::detail {
 namespace {
 
-constinit thread_local Worker* t_worker [[gnu::tls_model("initial-exec")]] = nullptr;  // see reactor_host.cpp
-
 void check_uv(int rc, const char* what) {
   if (rc != 0) {
     std::fprintf(stderr, "reheap: worker: %s: %s\n", what, uv_strerror(rc));
@@ -67,8 +65,7 @@ void Worker::join() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool Worker::on_this_thread() const noexcept { return t_worker == this; }
-Worker* Worker::current() noexcept { return t_worker; }
+constinit thread_local Worker* t_worker [[gnu::tls_model("initial-exec")]] = nullptr;
 
 void Worker::pin() {
   cpu_set_t allowed;
@@ -263,8 +260,23 @@ void Worker::turn() {
     ready_head_ = ready_tail_ = nullptr;
     while (c != nullptr) {
       Cell* next = c->next_ready;
+      outbox_.forget_fed();
       run_cell(c);
       ++runs;
+      // A run that fed a consumer on this worker at least a batch (a stream, a fan-in) lets it
+      // catch up now, before the rest of the pass, rather than at its place in the queue, which
+      // may be behind every other producer. Its backlog is then handled while it is in the cache
+      // and its memory goes back to the message allocator warm, for the producers' next sends;
+      // in the queue's order, a fan-in's senders would fault in fresh pages for everything they
+      // send before the consumer handled any of it. A chatty pair (one message per event) never
+      // reaches a batch, so it keeps the plain FIFO order.
+      if (outbox_.fed_count() >= runtime_.config.batch) [[unlikely]] {
+        Cell* fed = outbox_.fed();
+        if (fed != c) {
+          catch_up(fed);
+          ++runs;
+        }
+      }
       c = next;
     }
   }

@@ -13,6 +13,13 @@
 // have run; the rest wait for the next turn, after the loop has polled I/O once more, so a
 // reactor sending itself messages cannot starve sockets and timers.
 //
+// Catching up: a run that fed one reactor on this worker a batch or more (outbox.h counts what
+// each run pushes) is followed at once by a run of that consumer, for up to its whole backlog
+// (kCatchUpLimit at most), out of queue order; its place in the queue stays, and runs it again
+// later. FIFO order among the queued alone would let a fan-in's senders on this worker each send
+// everything before the consumer handled any of it: every message in flight at once, all of it
+// on freshly faulted pages. Per-sender order is the mailbox's and is not affected.
+//
 // Wake-ups: other threads push onto `run_queue_` / `commands_` (lock-free stacks) and write the
 // eventfd only if the worker published `sleeping`. The worker stores `sleeping` = true and then
 // re-reads both stacks; senders push and then read `sleeping`; all seq_cst, so at least one side
@@ -36,6 +43,11 @@
 namespace reheap::detail {
 
 class RuntimeImpl;
+class Worker;
+
+// The worker of the calling thread, or null. Read by every send (Worker::current): inline, and
+// initial-exec for the reason given at t_host_slot (host_slot.h).
+extern constinit thread_local Worker* t_worker [[gnu::tls_model("initial-exec")]];
 
 // Adds the time from construction to destruction to the cell's handler time: one clock read
 // pair per turn of a reactor, not per message.
@@ -75,8 +87,8 @@ class Worker {
   int index() const noexcept { return index_; }
   RuntimeImpl& runtime() const noexcept { return runtime_; }
   uv_loop_t* loop() noexcept { return &loop_; }
-  bool on_this_thread() const noexcept;
-  static Worker* current() noexcept;  // the worker of the calling thread, or null
+  bool on_this_thread() const noexcept { return t_worker == this; }
+  static Worker* current() noexcept { return t_worker; }  // the calling thread's, or null
 
   // Puts a cell whose `scheduled` flag the caller just flipped to 1 on this worker's queue.
   // Any thread.
@@ -147,6 +159,10 @@ class Worker {
 
   // Cell runs per turn, in passes, before the loop polls I/O again (see turn()).
   static constexpr std::uint32_t kLocalRuns = 256;
+  // Messages a consumer handles at most when it catches up with a producer (see turn()): about
+  // 20-60 ms of small messages here, so a backlog of millions is worked off in several turns
+  // and the loop still polls I/O between them.
+  static constexpr std::uint32_t kCatchUpLimit = 1u << 20;
 
   char* read_buffer() noexcept { return read_buffer_; }
   static constexpr std::size_t kReadBufferSize = 64 * 1024;
@@ -165,7 +181,8 @@ class Worker {
   [[gnu::noinline]] void wake() noexcept;
   void turn();
   void run_cell(Cell* c);
-  void run_messages(Cell* c);
+  void catch_up(Cell* c);
+  void run_messages(Cell* c, std::uint32_t budget);
   // The fast path of run_messages (cell_turn.cpp): up to `budget` plain messages in one
   // MessageRun. Returns how many it consumed; `*other` gets the envelope it stopped at (for the
   // slow path), `*empty` whether it stopped at an empty mailbox.

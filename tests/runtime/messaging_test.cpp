@@ -215,6 +215,63 @@ TEST(Messaging, AMsgpackValueOfTheWrongShapeIsAnErrorEventNotACrash) {
   EXPECT_EQ(rt.stats(r).decode_errors, 1u);
 }
 
+namespace raw_mismatch {
+
+// Three senders' types under one message name: the receiver's raw type, a raw type of another
+// size, and a msgpack type.
+constexpr std::string_view kName = "raw_mismatch.Pair";
+struct Pair {
+  static constexpr std::string_view reheap_message_name = kName;
+  std::uint64_t a;
+  std::uint64_t b;
+};
+struct Short {
+  static constexpr std::string_view reheap_message_name = kName;
+  std::uint32_t a;
+};
+struct Packed {
+  static constexpr std::string_view reheap_message_name = kName;
+  static constexpr bool reheap_msgpack = true;
+  std::uint64_t a;
+  std::uint64_t b;
+  MSGPACK_DEFINE(a, b)
+};
+static_assert(kRawMessage<Pair> && kRawMessage<Short> && !kRawMessage<Packed>);
+
+// Reports a Pair as 1000 + a + b, an error as 1.
+class PairSink : public Reactor {
+ public:
+  explicit PairSink(Probe* probe) : probe_(probe) { handle<&PairSink::on_pair>(); }
+  void on_pair(const Pair& p) { probe_->done(1000 + p.a + p.b); }
+  void on_message_error(const MessageError& e) override {
+    Reactor::on_message_error(e);
+    probe_->done(1);
+  }
+
+ private:
+  Probe* probe_;
+};
+
+}  // namespace raw_mismatch
+
+TEST(Messaging, ARawPayloadOfTheWrongSizeOrEncodingIsAnErrorEventNotACrash) {
+  using namespace raw_mismatch;
+  Runtime rt(RuntimeConfig{.workers = 1});
+  Probe probe;
+  const ActorRef r = rt.spawn<PairSink>(&probe);
+  ASSERT_EQ(rt.send(r, Short{7}), SendResult::kOk);
+  ASSERT_TRUE(probe.wait_for(1));
+  EXPECT_EQ(probe.value(), 1u);
+  ASSERT_EQ(rt.send(r, Packed{2, 3}), SendResult::kOk);
+  ASSERT_TRUE(probe.wait_for(2));
+  EXPECT_EQ(probe.value(), 1u);
+  ASSERT_EQ(rt.send(r, Pair{2, 3}), SendResult::kOk);  // the right type still arrives
+  ASSERT_TRUE(probe.wait_for(3));
+  EXPECT_EQ(probe.value(), 1005u);
+  EXPECT_TRUE(rt.alive(r));
+  EXPECT_EQ(rt.stats(r).decode_errors, 2u);
+}
+
 TEST(Messaging, SendToAStoppedReactorSaysSo) {
   Runtime rt(RuntimeConfig{.workers = 1});
   Probe probe;

@@ -111,18 +111,23 @@ const char* to_string(SendResult r) noexcept;
 
 namespace detail {
 struct Envelope;
+struct MessageAccess;
 }
 
 // A received message, valid for the duration of the handler it is given to.
+//
+// It copies the envelope fields that every handler reads (type id, encoding, size, payload) when
+// it is made, so that dispatching on the type and checking a raw payload are inline compares,
+// not calls into the runtime (the envelope's layout is the runtime's own).
 class Message {
  public:
-  explicit Message(const detail::Envelope& e) noexcept : e_(&e) {}
+  explicit Message(const detail::Envelope& e) noexcept;
 
-  std::uint64_t type_id() const noexcept;
-  Encoding encoding() const noexcept;
+  std::uint64_t type_id() const noexcept { return type_id_; }
+  Encoding encoding() const noexcept { return encoding_; }
   ActorRef sender() const noexcept;  // null when sent from outside any reactor
-  const void* data() const noexcept;
-  std::size_t size() const noexcept;
+  const void* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
 
   template <class T>
   bool is() const noexcept {
@@ -133,8 +138,11 @@ class Message {
   template <class T>
     requires kRawMessage<T>
   const T& view() const {
-    check_raw(message_type_id<T>(), sizeof(T), alignof(T));
-    return *static_cast<const T*>(data());
+    if (type_id_ != message_type_id<T>() || encoding_ != Encoding::kRaw || size_ != sizeof(T) ||
+        alignof(T) > kMaxRawAlign) [[unlikely]] {
+      check_raw(message_type_id<T>(), sizeof(T), alignof(T));  // throws, saying what differs
+    }
+    return *static_cast<const T*>(data_);
   }
 
   // Decodes (raw: copies) the payload as T; throws MessageError if it is not a valid T.
@@ -175,7 +183,19 @@ class Message {
   msgpack::object_handle unpack_checked(std::uint64_t type_id) const;
   [[noreturn]] void throw_convert_error(std::uint64_t type_id, const char* what) const;
 
+  // The runtime's inline constructor (detail::MessageAccess), with the fields read by the caller.
+  friend struct detail::MessageAccess;
+  Message(const detail::Envelope& e, std::uint64_t type_id, Encoding encoding, std::uint32_t size,
+          const void* data) noexcept
+      : e_(&e), type_id_(type_id), data_(data), size_(size), encoding_(encoding) {}
+
+  static constexpr std::size_t kMaxRawAlign = alignof(std::max_align_t) * 2;
+
   const detail::Envelope* e_;
+  std::uint64_t type_id_;
+  const void* data_;
+  std::uint32_t size_;
+  Encoding encoding_;
 };
 
 // ---- encoding (used by Reactor::send and Runtime::send) -------------------------------------

@@ -5,7 +5,10 @@
 // its statistics, and the worker it runs on. A reactor is scheduled on its worker when a
 // message reaches an empty mailbox; the worker runs ready reactors in FIFO order, each for a
 // batch of messages, between its I/O polls (reactors made ready by those runs run in further
-// passes, up to 256 runs per turn, before the next poll).
+// passes, up to 256 runs per turn, before the next poll). One exception to the FIFO order: a
+// reactor that one run of another reactor on its worker sent a batch of messages or more runs
+// right after that run, working off its backlog (up to about a million messages), so that a
+// consumer keeps pace with producers that share its worker (worker.h, "Catching up").
 //
 // Placement: a reactor spawned without a worker (SpawnOptions::worker = kAnyWorker) starts on
 // the next worker round robin and may be moved between two of its events. With
