@@ -105,7 +105,9 @@ void Gateway::parse_input(reheap::SocketId socket, Client& client, std::string_v
   bool protocol_error = false;
   client.need = 0;
   while (at < in.size() && !client.closing) {
-    if (client.slots.size() >= in_flight_window(client)) {
+    // The output mark holds parsing back too, not only reading: a read holds up to 64 KiB of
+    // requests, which for GETs of a large value ask for hundreds of MB of replies.
+    if (client.output_paused || client.slots.size() >= in_flight_window(client)) {
       client.input_paused = true;
       break;
     }
@@ -413,7 +415,7 @@ void Gateway::flush(reheap::SocketId socket, Client& client) {
     close(socket);  // flushes what is queued, then on_closed
     return;
   }
-  if (client.input_paused && client.slots.size() <= in_flight_window(client) / 2) {
+  if (client.input_paused && !client.output_paused && client.slots.size() <= in_flight_window(client) / 2) {
     client.input_paused = false;
     if (!client.input.empty()) parse_input(socket, client, client.input, true);
     if (!client.slots.empty() && client.slots.front().parts_left == 0) {
@@ -444,8 +446,10 @@ void Gateway::update_reading(reheap::SocketId socket, Client& client) {
 void Gateway::on_drained(reheap::SocketId socket) {
   const auto it = clients_.find(socket);
   if (it == clients_.end()) return;
-  it->second.output_paused = false;
-  update_reading(socket, it->second);
+  Client& client = it->second;
+  client.output_paused = false;
+  if (client.closing) return;
+  flush(socket, client);  // the requests held back by the mark are parsed, if the window allows
 }
 
 void Gateway::on_end(reheap::SocketId socket) {

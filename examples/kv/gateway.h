@@ -28,8 +28,9 @@
 //     64 KiB read of pipelined GETs of a 100 KB value would ask the shards for 200 MB of replies
 //     before the output mark could be seen;
 //   - output: when write() reports the socket's queue above its high-water mark (kOutputHighWater)
-//     reading is paused until on_drained. A client that never reads therefore holds at most the
-//     mark plus one round of replies, and its unread requests wait in the kernel.
+//     reading is paused, and so is parsing what was read already, until on_drained. A client
+//     that never reads therefore holds at most the mark plus one round of replies, and its
+//     unparsed requests wait in `input` (about one read) and in the kernel.
 #pragma once
 
 #include <cstdint>
@@ -96,7 +97,7 @@ class Gateway : public reheap::Reactor {
     std::uint64_t first_slot = 0; // the sequence number of slots.front()
     std::size_t reply_estimate = kInitialReplyEstimate;  // moving average of its reply sizes
     bool output_paused = false;   // above the high-water mark: reading paused until on_drained
-    bool input_paused = false;    // too many commands in flight: parsing and reading paused
+    bool input_paused = false;    // parsing stopped at the window or the mark: reading paused too
     bool reading_paused = false;  // what was last asked of the runtime
     bool ended = false;           // the peer sent everything (on_end)
     bool closing = false;         // a slot with close_after went out, or the peer ended and all is out
