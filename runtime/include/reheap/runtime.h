@@ -7,7 +7,7 @@
 // batch of messages, between its I/O polls (reactors made ready by those runs run in further
 // passes, up to 256 runs per turn, before the next poll). One exception to the FIFO order: a
 // reactor that one run of another reactor on its worker sent a batch of messages or more runs
-// right after that run, working off its backlog (up to about a million messages), so that a
+// right after that run, working off its backlog (up to 2^18 messages, 5-10 ms), so that a
 // consumer keeps pace with producers that share its worker (worker.h, "Catching up").
 //
 // Placement: a reactor spawned without a worker (SpawnOptions::worker = kAnyWorker) starts on
