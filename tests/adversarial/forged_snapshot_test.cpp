@@ -166,6 +166,10 @@ std::vector<Forgery> forgeries() {
   f.push_back({"state large live pages", [](Forger& g, S s) { g.poke(&s.st->large_live_pages, 3); }, SnapshotErrc::kCorrupt, "accounting"});
   f.push_back({"state huge live bytes", [](Forger& g, S s) { g.poke(&s.st->huge_live_bytes, 1 << 30); }, SnapshotErrc::kCorrupt, "accounting"});
   f.push_back({"state bin mask", [](Forger& g, S s) { g.poke(&s.st->bin_mask[0], ~std::uint64_t{0}); }, SnapshotErrc::kCorrupt, "bin mask"});
+  f.push_back({"state retained huge run count", [](Forger& g, S s) { g.poke(&s.st->retained_huge_runs, 3); }, SnapshotErrc::kCorrupt, "retained"});
+  f.push_back({"a byte past the state in its page (a later recycled heap would show it)", [](Forger& g, S s) {
+    g.poke(address(s.st) + sizeof(detail::HeapState) + 8, 0x41, 1);
+  }, SnapshotErrc::kCorrupt, "header page"});
   f.push_back({"state bin into the heap state", [](Forger& g, S s) { g.poke(&s.st->bins[256], address(s.st)); }, SnapshotErrc::kCorrupt, "bin"});
   // Class cursors and free lists.
   f.push_back({"free list into another chunk's header", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], address(s.second_class)); }, SnapshotErrc::kCorrupt, "free block"});
@@ -191,6 +195,7 @@ std::vector<Forgery> forgeries() {
   f.push_back({"large chunk run length", [](Forger& g, S s) { g.poke(&s.carve->run_chunks, 4); }, SnapshotErrc::kCorrupt, "run length"});
   f.push_back({"huge run longer than listed", [](Forger& g, S s) { g.poke(&s.huge->run_chunks, 900); }, SnapshotErrc::kCorrupt, "run length"});
   f.push_back({"huge block size beyond its run", [](Forger& g, S s) { g.poke(&s.huge->huge_size, std::uint64_t{1} << 40); }, SnapshotErrc::kCorrupt, "outside its run"});
+  f.push_back({"a live huge run marked kept, past the heap's last keeping", [](Forger& g, S s) { g.poke(&s.huge->retained_seq, 5); }, SnapshotErrc::kCorrupt, "kept"});
   f.push_back({"huge block pointer elsewhere", [](Forger& g, S s) { g.poke(&s.huge->huge_block, address(s.carve) + 4096); }, SnapshotErrc::kCorrupt, "outside its run"});
   f.push_back({"class chunk ordinal", [](Forger& g, S s) { g.poke(&s.second_class->ordinal, 7); }, SnapshotErrc::kCorrupt, "ordinal"});
   f.push_back({"class chunk next cycle", [](Forger& g, S s) { g.poke(&s.second_class->next, address(s.first_class)); }, SnapshotErrc::kCorrupt, "cycle"});

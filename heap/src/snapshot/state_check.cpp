@@ -30,6 +30,7 @@ class StateCheck {
     if (s.id != h_.heap_id) bad("the state's heap id differs from the header's");
     if (reinterpret_cast<std::uintptr_t>(s.root) != h_.root) bad("the root differs from the header's");
     if (s.limit != h_.limit_bytes) bad("the limit differs from the header's");
+    check_state_page(first);
     check_class_chunks(first);
     check_large_chunks();
     for (std::size_t i = 0; i < h_.chunks.size(); ++i) {
@@ -69,6 +70,24 @@ class StateCheck {
 
   // Class chunks: a list in carving order from the first chunk, ordinals 0, 1, ..., each header
   // at its chunk's header lane, owned by this heap, every one listed as a class chunk once.
+  // The first chunk's header page holds its chunk header and the heap's state and nothing else:
+  // no live heap writes the rest, and a recycled heap relies on it reading as zero (heap_cache.cpp
+  // writes only a new heap's non-zero fields), so bytes there could only be a file's lie, which
+  // would then reach a later heap's snapshots.
+  void check_state_page(std::uintptr_t first) const {
+    const auto* page = reinterpret_cast<const unsigned char*>(class_header(first));
+    const auto zero = [](const unsigned char* from, const unsigned char* to) {
+      for (; from != to; ++from) {
+        if (*from != 0) return false;
+      }
+      return true;
+    };
+    if (!zero(page + sizeof(ChunkHeader), page + kStateOffset) ||
+        !zero(page + kStateOffset + sizeof(HeapState), page + kPageSize)) {
+      bad("the first chunk's header page holds bytes outside its chunk header and the heap's state");
+    }
+  }
+
   void check_class_chunks(std::uintptr_t first) {
     const HeapState& s = *state_;
     if (reinterpret_cast<std::uintptr_t>(s.class_head) != first + kHeaderLane * kLaneSize) {
