@@ -82,6 +82,15 @@ bool better_fit(const ChunkHeader* a, const ChunkHeader* b, std::size_t usable) 
   return a->retained_seq > b->retained_seq;
 }
 
+// The heap's Residency record, made its own if it spoke for another heap (or none): then nothing
+// of this heap is resident, since runs kept before this process restored the heap hold no pages
+// (a snapshot holds no kept block).
+ZoneImpl::Residency& own_residency(const HeapState* h) noexcept {
+  ZoneImpl::Residency& r = zone().residency(h->id);
+  if (r.heap != h->id) r = ZoneImpl::Residency{h->id, h->retain_seq, 0, 0};
+  return r;
+}
+
 bool purge_due(const ZoneImpl::Residency& r, const HeapState* h, std::uint64_t now) noexcept {
   return r.heap == h->id && r.since_ms != 0 &&
          now - r.since_ms >= g_settings.purge_delay_ms.load(std::memory_order_relaxed);
@@ -95,16 +104,13 @@ bool retain_huge(HeapState* h, ChunkHeader* c) noexcept {
       h->retained_huge_bytes > h->retain_limit - bytes || owned_run_chunks(h, c) != c->run_chunks) {
     return false;
   }
+  ZoneImpl::Residency& r = own_residency(h);  // before the seq moves: this run is resident
   c->retained_seq = ++h->retain_seq;
   ++h->retained_huge_runs;
   h->retained_huge_bytes += bytes;
   REHEAP_POISON(c->huge_block, c->huge_size);
 
   ZoneImpl& z = zone();
-  ZoneImpl::Residency& r = z.residency(h->id);
-  // A record of another heap (or none): nothing of this heap is resident but this run; runs kept
-  // before this process restored the heap hold no pages (a snapshot holds no retained block).
-  if (r.heap != h->id) r = ZoneImpl::Residency{h->id, c->retained_seq - 1, 0, 0};
   const std::uint64_t now = os::coarse_now_ms();
   if (r.since_ms == 0) r.since_ms = now == 0 ? 1 : now;
   const std::size_t resident = z.add_resident(c->huge_size);
@@ -187,9 +193,7 @@ std::size_t resident_retained_bytes(const HeapState* h) noexcept {
 
 void count_purge_calls(HeapState* h, std::uint64_t calls) noexcept {
   if (calls == 0) return;
-  ZoneImpl::Residency& r = zone().residency(h->id);
-  if (r.heap != h->id) r = ZoneImpl::Residency{h->id, h->retain_seq, 0, 0};
-  r.purge_calls += calls;
+  own_residency(h).purge_calls += calls;
 }
 
 std::uint64_t purge_calls(const HeapState* h) noexcept {

@@ -68,8 +68,14 @@ void report(const std::string& line, const char* alloc, double value, const char
 
 double ms_since(const bench::Stopwatch& sw) { return static_cast<double>(sw.elapsed().ns) / 1e6; }
 
-// What runs the plain-`new` lines: a fresh reheap heap made current, or nothing.
+// What runs the plain-`new` lines: a fresh reheap heap made current, or nothing. `retain` false:
+// the heap keeps no freed huge block (zone.h, "Retention"), as before retention.
 struct AllocatorScope {
+  explicit AllocatorScope([[maybe_unused]] bool retain = true) {
+#ifdef SEED_BENCH_REHEAP
+    if (!retain) heap->set_retain_limit(0);
+#endif
+  }
 #ifdef SEED_BENCH_REHEAP
   reheap::HeapPtr heap = reheap::Heap::create();
   reheap::HeapScope scope{*heap};
@@ -245,15 +251,12 @@ void unordered_set_phases(const char* alloc, double tsc_hz) {
 // block is freed is faulted in again, a page at a time, by the next one. A query's big work area
 // (16 MiB, every page written, then freed), 500 times; and a vector grown to 16 MiB by push_back
 // (so through every doubling), then destroyed, 100 times.
-// `retain` false: reheap's heap keeps no freed huge block (zone.h, "Retention"), as before it did.
-void huge_cycles(const char* alloc, [[maybe_unused]] bool retain = true) {
+// `retain` false: reheap's heap keeps no freed huge block (AllocatorScope).
+void huge_cycles(const char* alloc, bool retain = true) {
   constexpr std::size_t kBlock = std::size_t{16} << 20;
   double ms = 0;
   {
-    [[maybe_unused]] AllocatorScope scope;
-#ifdef SEED_BENCH_REHEAP
-    if (!retain) scope.heap->set_retain_limit(0);
-#endif
+    [[maybe_unused]] AllocatorScope scope(retain);
     const bench::Stopwatch sw;
     for (int i = 0; i < 500; ++i) {
       auto* p = new char[kBlock];
@@ -265,10 +268,7 @@ void huge_cycles(const char* alloc, [[maybe_unused]] bool retain = true) {
   }
   report("huge cycle 16 MiB x500", alloc, ms, "ms");
   {
-    [[maybe_unused]] AllocatorScope scope;
-#ifdef SEED_BENCH_REHEAP
-    if (!retain) scope.heap->set_retain_limit(0);
-#endif
+    [[maybe_unused]] AllocatorScope scope(retain);
     const bench::Stopwatch sw;
     for (int i = 0; i < 100; ++i) {
       std::vector<long> v;
