@@ -163,12 +163,14 @@ void RuntimeImpl::shutdown() {
     worker->post([worker] { uv_stop(worker->loop()); });
   }
   for (auto& w : workers) w->join();
-  // 5. Messages that raced with the stops wait in parked cells: free them.
+  // 5. Messages that raced with the stops wait in parked cells: free them, counted as consumed
+  // (as teardown and cell reuse count theirs), or messages_in_flight would stay above zero.
   cells.for_each([this](Cell* c) {
     while (Envelope* e = c->mailbox.pop()) {
       c->mailbox.uncount(e);
       free_envelope(e);
       dead_letters.fetch_add(1, std::memory_order_relaxed);
+      external_consumed.fetch_add(1, std::memory_order_relaxed);
     }
   });
 }
