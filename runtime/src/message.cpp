@@ -20,6 +20,7 @@ const char* to_string(SendResult r) noexcept {
     case SendResult::kShuttingDown: return "runtime shutting down";
     case SendResult::kNoMemory: return "message allocator exhausted";
     case SendResult::kEncodeFailed: return "encoding failed";
+    case SendResult::kTypeClash: return "another type of this program has the same message type name";
   }
   return "unknown";
 }

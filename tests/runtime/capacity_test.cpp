@@ -11,7 +11,7 @@
 #include "reheap/zone.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::capacity_test {
 namespace {
 
 using rttest::Probe;
@@ -87,4 +87,4 @@ TEST(Capacity, AHundredThousandLiveReactorsEachAnswerAMessageAndAllStop) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::capacity_test

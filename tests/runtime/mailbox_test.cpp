@@ -10,7 +10,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::mailbox_test {
 namespace {
 
 using rttest::Gate;
@@ -190,4 +190,4 @@ TEST(Mailbox, AnUnboundedMailboxTakesEverything) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::mailbox_test

@@ -14,7 +14,7 @@
 #include "reheap/zone.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::misuse_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -197,4 +197,4 @@ TEST(Misuse, TheNullReferenceNamesNoReactor) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::misuse_test

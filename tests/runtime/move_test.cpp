@@ -13,7 +13,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::move_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -183,4 +183,4 @@ TEST(Move, BadMoveRequestsThrowAndAMoveToTheCurrentWorkerChangesNothing) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::move_test

@@ -13,7 +13,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::ordering_test {
 namespace {
 
 using rttest::Probe;
@@ -292,4 +292,4 @@ TEST(Ordering, ManySendersOnBothWorkersAndOutsideLoseNothingAndKeepTheirOrder) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::ordering_test

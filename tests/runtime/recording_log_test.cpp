@@ -11,7 +11,7 @@
 #include "reheap/recording_log.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::recording_log_test {
 namespace {
 
 using rttest::TempDir;
@@ -404,4 +404,4 @@ TEST(RecordingLog, OtherFilesAndOtherRecordingsAreRefused) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::recording_log_test

@@ -14,7 +14,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::recording_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -371,7 +371,7 @@ TEST(Recording, AFailingHookLeavesACrashBundleAndSupervisionGoesOn) {
     EXPECT_NE(manifest.find("\"hook\": \"on_message\""), std::string::npos) << manifest;
     EXPECT_NE(manifest.find("\"failure\": \"boom at the reactor\""), std::string::npos) << manifest;
     EXPECT_NE(manifest.find("\"failing_event\": 5,"), std::string::npos) << manifest;
-    EXPECT_NE(manifest.find("\"reactor_type\": \"reheap::(anonymous namespace)::Crashy\""), std::string::npos)
+    EXPECT_NE(manifest.find("\"reactor_type\": \"reheap::recording_test::(anonymous namespace)::Crashy\""), std::string::npos)
         << manifest;
     EXPECT_NE(manifest.find("\"recording_id\": \"" + std::to_string(header.recording_id) + "\""),
               std::string::npos) << manifest;
@@ -489,4 +489,4 @@ TEST(Recording, AFullDiskStopsTheRecordingNotTheReactor) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::recording_test

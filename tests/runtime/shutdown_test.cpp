@@ -16,7 +16,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::shutdown_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -210,4 +210,4 @@ TEST(Shutdown, AfterShutdownSendsSpawnsAndRestoresAreRefused) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::shutdown_test

@@ -18,7 +18,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::snapshot_request_test {
 namespace {
 
 using rttest::Gate;
@@ -465,4 +465,4 @@ TEST(SnapshotRequest, AFullDiskIsAnAnswerWithNoSpace) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::snapshot_request_test

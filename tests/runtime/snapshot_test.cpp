@@ -13,7 +13,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::snapshot_test {
 namespace {
 
 using rttest::Log;
@@ -358,4 +358,4 @@ TEST_F(SnapshotTest, RestoringAFileThatIsNoReactorSnapshotThrowsSnapshotError) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::snapshot_test

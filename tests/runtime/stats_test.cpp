@@ -10,7 +10,7 @@
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::stats_test {
 namespace {
 
 using rttest::Gate;
@@ -163,4 +163,4 @@ TEST(Stats, StatsOfAReactorThatIsGoneThrow) {
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::stats_test

@@ -15,7 +15,7 @@
 #include "reheap/zone.h"
 #include "runtime_support.h"
 
-namespace reheap {
+namespace reheap::supervision_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -422,4 +422,4 @@ TEST(Supervision, AFailureInOnRestoredRestartsAgainBeforeAnyMessageReachesTheRea
 }
 
 }  // namespace
-}  // namespace reheap
+}  // namespace reheap::supervision_test

@@ -14,6 +14,7 @@
 #include "reheap/snapshot.h"
 #include "reheap/testing/test_runtime.h"
 
+namespace test_runtime_kit_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -393,3 +394,4 @@ TEST(TestRuntimeSnapshot, ARestoredReactorKeepsItsReferenceStateAndTimers) {
 }
 
 }  // namespace
+}  // namespace test_runtime_kit_test

@@ -9,6 +9,7 @@
 
 #include "reheap/testing/test_runtime.h"
 
+namespace test_runtime_order_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -273,3 +274,4 @@ TEST(TestRuntime, ReactorsSpawnChildrenOnTheSameRuntime) {
 }
 
 }  // namespace
+}  // namespace test_runtime_order_test

@@ -13,7 +13,11 @@
 // A type can force msgpack with `static constexpr bool reheap_msgpack = true;`.
 //
 // The type id is a 64-bit hash of the type's name (or of `static constexpr std::string_view
-// reheap_message_name` when the type declares one), the same in every build of the program.
+// reheap_message_name` when the type declares one), the same in every build of the program. Two
+// types of one name (in anonymous namespaces of two files, or one reheap_message_name given
+// twice) would share an id: the first type handled or sent owns it for the life of the process,
+// and the other is refused where it is first handled (std::logic_error) or sent
+// (SendResult::kTypeClash), never delivered to the first type's handlers.
 //
 // Decoding never has undefined behaviour: a payload of the wrong size for a raw type, a malformed
 // msgpack buffer, trailing bytes, or a msgpack value of the wrong shape all raise MessageError
@@ -28,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <typeinfo>
 
 #include <msgpack.hpp>
 
@@ -76,6 +81,20 @@ constexpr std::uint64_t message_type_id() noexcept {
   return detail::fnv1a(message_type_name<std::remove_cvref_t<T>>());
 }
 
+namespace detail {
+// Makes `type` the owner of `id` unless another type owns it; true when `type` owns it.
+bool claim_message_type(std::uint64_t id, const std::type_info& type) noexcept;
+[[noreturn]] void throw_message_type_clash(std::uint64_t id, std::string_view name);
+
+// Whether V owns its type id. The first use of V asks the process-wide registry; every later one
+// reads the answer (a guard byte), so a send pays a load and a branch.
+template <class V>
+bool message_type_owns_id() noexcept {
+  static const bool owns = claim_message_type(message_type_id<V>(), typeid(V));
+  return owns;
+}
+}  // namespace detail
+
 enum class Encoding : std::uint8_t { kRaw = 0, kMsgpack = 1, kSystem = 2 };
 
 template <class T>
@@ -103,6 +122,7 @@ enum class SendResult : std::uint8_t {
   kShuttingDown,    // the runtime no longer accepts work
   kNoMemory,        // the message allocator is exhausted
   kEncodeFailed,    // msgpack could not encode the value (it threw)
+  kTypeClash,       // another type of this program owns the value's type id (message.h)
 };
 
 const char* to_string(SendResult r) noexcept;
@@ -214,6 +234,10 @@ Envelope* make_envelope_from_scratch(std::uint64_t type_id, SendResult* result) 
 template <class T>
 Envelope* encode(const T& value, SendResult* result) noexcept {
   using V = std::remove_cvref_t<T>;
+  if (!message_type_owns_id<V>()) [[unlikely]] {
+    *result = SendResult::kTypeClash;
+    return nullptr;
+  }
   if constexpr (kRawMessage<V>) {
     return make_raw_envelope(message_type_id<V>(), &value, sizeof(V), result);
   } else {

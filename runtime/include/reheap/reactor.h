@@ -211,8 +211,10 @@ class Reactor {
   // Registers `Fn`, a member function `void (R::*)(const T&)`, for messages of type T. Raw
   // messages are passed in place; msgpack ones are decoded into this reactor's heap first, and a
   // message that fails to decode goes to on_message_error instead.
+  // Throws std::logic_error when another type of the program owns T's type id (message.h).
   template <auto Fn>
   void handle() {
+    Traits<decltype(Fn)>::claim();
     add_handler(Traits<decltype(Fn)>::type_id(), &Traits<decltype(Fn)>::template invoke<Fn>);
   }
 
@@ -228,6 +230,11 @@ class Reactor {
   template <class R, class T>
   struct Traits<void (R::*)(const T&)> {
     static constexpr std::uint64_t type_id() noexcept { return message_type_id<T>(); }
+    static void claim() {
+      if (!detail::message_type_owns_id<T>()) [[unlikely]] {
+        detail::throw_message_type_clash(type_id(), message_type_name<T>());
+      }
+    }
     template <auto Fn>
     static void invoke(Reactor& self, const Message& m) {
       R& r = static_cast<R&>(self);
