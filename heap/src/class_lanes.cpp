@@ -41,6 +41,10 @@ ChunkHeader* add_class_chunk(HeapState* h, unsigned carving) noexcept {
 
 REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
   if (h->id == kNoHeapId) return nullptr;
+  // Lanes given back by a purge first (lane_purge.cpp): their address space is the heap's already.
+  if (h->purged_lanes[cls] != 0) {
+    if (void* p = revive_purged_lane(h, cls)) return p;
+  }
   ClassCursor& k = h->cursor[cls];
   const std::size_t size = kClassSize[cls];
   if (k.chunk == nullptr || k.cur + size > lane_start(k, cls) + kLaneSize) {
@@ -106,9 +110,8 @@ void reset_idle_class(HeapState* h, unsigned cls) noexcept {
   for (void* p = h->free[cls]; p != nullptr && free_blocks <= k.carved; p = *static_cast<void**>(p)) {
     ++free_blocks;
   }
-  if (free_blocks != k.carved) return;  // some block is live
-  const std::size_t size = kClassSize[cls];
-  const std::size_t whole_lane = align_up(kLaneSize / size * size, kPageSize);
+  if (free_blocks + purged_blocks(h, cls) != k.carved) return;  // some block is live
+  const std::size_t whole_lane = whole_lane_bytes(cls);
   std::size_t released = 0;
   for (ChunkHeader* c = h->class_head; c != nullptr && c->ordinal <= k.chunk->ordinal; c = c->next) {
     const std::uint32_t groups = c == k.chunk ? k.group + 1 : kGroupsPerChunk;
@@ -125,7 +128,9 @@ void reset_idle_class(HeapState* h, unsigned cls) noexcept {
       released += bytes;
     }
   }
-  h->committed -= released;
+  // Purged lanes were uncharged when they were purged.
+  h->committed -= released - std::size_t{h->purged_lanes[cls]} * whole_lane;
+  forget_purged_lanes(h, cls);
   k = ClassCursor{};
   h->free[cls] = nullptr;
 }

@@ -145,6 +145,9 @@ bool cache_heap(HeapState* h) noexcept {
       });
   ZoneImpl& z = zone();
   const std::uintptr_t chunk = chunk_of(first, true);
+  if (h->purge_map_pages != 0) {  // the next heap here starts with no lane purged
+    os::discard(chunk + kHeaderLane * kLaneSize + kPurgeMapOffset, std::size_t{h->purge_map_pages} * kPageSize);
+  }
   scrub_state(h);
   std::memcpy(static_cast<void*>(h), &record, sizeof record);  // h is gone from here on
   z.heap_destroyed();

@@ -104,10 +104,28 @@ struct HeapState : Heap {
   std::size_t retained_huge_bytes = 0; // header pages and blocks of the retained runs
   std::uint32_t retained_huge_runs = 0;
   std::uint64_t retain_seq = 0;        // frees that kept a run, ever
+  // Purged lanes (lane_purge.cpp): lanes behind a class's cursor whose blocks were all free, their
+  // pages given back to the OS and their blocks off the free list; counted by class, marked in the
+  // purge map. The map's pages put in use so far (from the first chunk's header lane) count in
+  // committed.
+  std::uint32_t purged_lanes[kNumClasses] = {};
+  std::uint32_t purge_map_pages = 0;
 };
 
 // An idle heap's metadata is one page: chunk header and state together.
 static_assert(sizeof(ChunkHeader) <= 64 && 64 + sizeof(HeapState) <= kPageSize);
+
+// The purge map: for each class chunk, by ordinal, one word per class whose bit g says that the
+// class's lane in group g is purged. It fills the first chunk's header lane after the state's
+// page, so a heap whose lanes were never purged never touches it; chunks past kPurgeMapChunks
+// (about 1.4 GiB of one class) keep their lanes.
+struct LanePurgeMap {
+  std::uint32_t lanes[kNumClasses];
+};
+inline constexpr std::size_t kPurgeMapOffset = kPageSize;  // in the first chunk's header lane
+inline constexpr std::uint32_t kPurgeMapChunks = (kLaneSize - kPurgeMapOffset) / sizeof(LanePurgeMap);
+inline constexpr std::uint32_t kPurgeMapMaxPages = (kLaneSize - kPurgeMapOffset) / kPageSize;
+static_assert(kGroupsPerChunk <= 32, "a purge map word holds one bit per group");
 
 inline HeapState* state(Heap* h) noexcept { return static_cast<HeapState*>(h); }
 inline const HeapState* state(const Heap* h) noexcept { return static_cast<const HeapState*>(h); }
@@ -178,6 +196,27 @@ void count_purge_calls(HeapState* h, std::uint64_t calls) noexcept;
 // links); returns the bytes discarded. Freed memory reads as zero afterwards: bytes a digest reads
 // change, so the runtime never does this to a recorded reactor (zone.h, "Retention").
 std::size_t purge_free_runs(HeapState* h) noexcept;
+
+// Purged lanes (lane_purge.cpp). purge_free_lanes gives back the pages of every lane behind its
+// class's cursor none of whose blocks is live and returns the bytes given back; like
+// purge_free_runs it changes bytes a digest reads. revive_purged_lane puts the lowest purged lane
+// of `cls` back on its free list and returns its first block, handed out (null: none, or the limit
+// refused it). forget_purged_lanes clears the class's marks (its lanes are being discarded).
+// purge_map is the heap's map; purged_blocks the class's blocks in purged lanes.
+std::size_t purge_free_lanes(HeapState* h) noexcept;
+void* revive_purged_lane(HeapState* h, unsigned cls) noexcept;
+void forget_purged_lanes(HeapState* h, unsigned cls) noexcept;
+inline LanePurgeMap* purge_map(const HeapState* h) noexcept {
+  return reinterpret_cast<LanePurgeMap*>(chunk_of(h->class_head, true) + kHeaderLane * kLaneSize +
+                                         kPurgeMapOffset);
+}
+inline std::uint64_t purged_blocks(const HeapState* h, unsigned cls) noexcept {
+  return std::uint64_t{h->purged_lanes[cls]} * (kLaneSize / kClassSize[cls]);
+}
+// The bytes a class's whole lane commits: its blocks, rounded up to pages.
+inline std::size_t whole_lane_bytes(unsigned cls) noexcept {
+  return align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
+}
 
 // Unlinks huge run `c` and gives it back to the zone (its pages discarded); the caller has
 // already taken its bytes out of `committed`.

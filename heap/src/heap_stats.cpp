@@ -1,5 +1,5 @@
 // Heap statistics, derived on request so that no allocation or free pays for bookkeeping:
-// live class blocks are the blocks carved minus the blocks on the free lists.
+// live class blocks are the blocks carved minus the blocks on the free lists and in purged lanes.
 #include "heap_state.h"
 #include "layout.h"
 
@@ -17,7 +17,8 @@ HeapStats Heap::stats() const noexcept {
     ClassStats& c = s.classes[cls];
     c.block_size = kClassSize[cls];
     for (void* p = h->free[cls]; p != nullptr; p = *static_cast<void* const*>(p)) ++c.free_blocks;
-    c.live_blocks = h->cursor[cls].carved - c.free_blocks;
+    c.purged_blocks = detail::purged_blocks(h, cls);
+    c.live_blocks = h->cursor[cls].carved - c.free_blocks - c.purged_blocks;
     s.live_blocks += c.live_blocks;
     s.live_bytes += c.live_blocks * c.block_size;
   }

@@ -21,7 +21,9 @@
 
 namespace reheap::detail::msg {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(REHEAP_MESSAGE_ARENA_GIB)  // a build for valgrind (CMake REHEAP_MESSAGE_ARENA_GIB)
+inline constexpr std::size_t kArenaSize = std::size_t{REHEAP_MESSAGE_ARENA_GIB} << 30;
+#elif defined(__SANITIZE_THREAD__)
 inline constexpr std::size_t kArenaSize = std::size_t{16} << 30;  // TSan's mmap range is narrower
 #else
 inline constexpr std::size_t kArenaSize = std::size_t{64} << 30;

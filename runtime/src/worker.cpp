@@ -210,8 +210,8 @@ void Worker::on_prepare(uv_prepare_t* handle) {
 
 // Half a second asleep: give back the heaps the zone caches, and the freed memory the heaps living
 // here keep (this thread is theirs between turns; purging moves no block, zone.h "Retention").
-// Free page runs read as zero once purged, which a recording's digests would see: a recorded
-// reactor keeps them, so that its replay, purged or not, reads the same bytes.
+// Free page runs and free class lanes read as zero once purged, which a recording's digests would
+// see: a recorded reactor keeps them, so that its replay, purged or not, reads the same bytes.
 void Worker::on_purge(uv_timer_t* handle) {
   reheap::Zone::purge_heap_cache();
   auto* w = static_cast<Worker*>(handle->data);
@@ -219,7 +219,10 @@ void Worker::on_purge(uv_timer_t* handle) {
   for (Cell* c : w->cells_) {
     if (c->heap == nullptr) continue;
     if (retained) c->heap->purge_retained();
-    if (c->recorder == nullptr) c->heap->purge_free_runs();
+    if (c->recorder == nullptr) {
+      c->heap->purge_free_runs();
+      c->heap->purge_free_lanes();
+    }
   }
 }
 

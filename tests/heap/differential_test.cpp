@@ -31,6 +31,7 @@ constexpr std::size_t kOperations = 1'000'000;
 constexpr std::size_t kMaxRequest = std::size_t{2} << 20;
 constexpr std::size_t kTargetLiveBlocks = 600;
 constexpr std::size_t kStatsEvery = 2000;
+constexpr std::size_t kPurgeEvery = 5000;  // purge_free_lanes and purge_free_runs
 constexpr std::uint64_t kSeed = 0x5EED'2024'0001ull;
 
 // The pattern of block `id` is the source text starting at an offset derived from the id, so a
@@ -206,6 +207,7 @@ TEST(Differential, RandomAllocationsFreesAndReallocationsAgreeWithAReferenceMode
   Model model;
   std::uint64_t next_id = 0;
   std::size_t allocations = 0, frees = 0, reallocations = 0, kept_in_place = 0;
+  std::size_t purged_bytes = 0;
 
   for (std::size_t op = 0; op < kOperations; ++op) {
     const unsigned roll = static_cast<unsigned>(rng() % 100);
@@ -254,6 +256,12 @@ TEST(Differential, RandomAllocationsFreesAndReallocationsAgreeWithAReferenceMode
       expect_stats_match(*heap, model, op);
       if (HasFailure()) return;
     }
+    // Purging gives freed pages back and must change nothing the model sees: every live block
+    // keeps its bytes (checked when it is freed or reallocated), and later blocks never overlap.
+    if (op % kPurgeEvery == kPurgeEvery - 1) {
+      purged_bytes += heap->purge_free_lanes();
+      heap->purge_free_runs();
+    }
   }
   expect_stats_match(*heap, model, kOperations);
 
@@ -276,6 +284,7 @@ TEST(Differential, RandomAllocationsFreesAndReallocationsAgreeWithAReferenceMode
   EXPECT_GT(frees, kOperations / 4);
   EXPECT_GT(reallocations, kOperations / 8);
   EXPECT_GT(kept_in_place, 0u);
+  EXPECT_GT(purged_bytes, 0u) << "no lane was ever purged";
 }
 
 }  // namespace

@@ -43,6 +43,8 @@ struct ClassStats {
   std::uint32_t block_size = 0;
   std::uint64_t live_blocks = 0;  // handed out and not freed
   std::uint64_t free_blocks = 0;  // carved, now on the free list
+  // Free, in lanes whose pages were given back (Heap::purge_free_lanes); not in committed bytes.
+  std::uint64_t purged_blocks = 0;
 };
 
 struct OsCallStats {
@@ -154,6 +156,13 @@ class Heap {
   // purge_retained, this changes bytes that used_pages_digest reads (freed memory now reads as
   // zero): the runtime does it only to reactors that are not recorded.
   std::size_t purge_free_runs() noexcept;
+  // Gives back to the OS the pages of the size-class lanes none of whose blocks is live (a burst
+  // of small objects, freed): their blocks leave the free lists, the lanes stay the heap's and
+  // leave committed_bytes, and no live block moves. Allocations of the class take them back,
+  // lowest first, once its free list is empty and before new address space, so later blocks may
+  // come in another order than without the purge. Returns the bytes given back. Changes bytes
+  // that used_pages_digest reads, like purge_free_runs. Only on the heap's thread, between uses.
+  std::size_t purge_free_lanes() noexcept;
 
  private:
   Heap() = default;

@@ -1,6 +1,7 @@
 #include "state_check.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -32,12 +33,13 @@ class StateCheck {
     if (s.limit != h_.limit_bytes) bad("the limit differs from the header's");
     check_state_page(first);
     check_class_chunks(first);
+    check_purge_map(first);
     check_large_chunks();
     for (std::size_t i = 0; i < h_.chunks.size(); ++i) {
       if (!seen_[i]) bad("listed chunk " + std::to_string(h_.chunks[i].index) + " is in none of the heap's chunk lists");
     }
     check_bins();
-    std::size_t committed = kPageSize * class_chunks_.size() + large_committed_;
+    std::size_t committed = kPageSize * (class_chunks_.size() + s.purge_map_pages) + large_committed_;
     for (unsigned cls = 0; cls < kNumClasses; ++cls) committed += check_class(cls);
     if (committed != s.committed) bad("committed bytes differ from what the chunks and cursors hold");
     if (committed != h_.committed_bytes) bad("the header's committed bytes differ from the state's");
@@ -112,6 +114,52 @@ class StateCheck {
     if (s.class_tail != last || s.class_chunks != class_chunks_.size()) {
       bad("the class chunk list's tail or count");
     }
+  }
+
+  // The purge map (lane_purge.cpp) fills the first chunk's header lane after the state's page:
+  // within the pages the state counts, an entry per class chunk whose bits mark only lanes behind
+  // their class's cursor, as many as the state's count by class; zero everywhere else, so that a
+  // lane a file marks is one whose blocks the heap could have handed out, and no bit waits
+  // beyond the map for a later heap.
+  void check_purge_map(std::uintptr_t first) {
+    const HeapState& s = *state_;
+    if (s.purge_map_pages > kPurgeMapMaxPages) bad("the purge map's page count");
+    map_ = reinterpret_cast<const LanePurgeMap*>(first + kHeaderLane * kLaneSize + kPurgeMapOffset);
+    const std::size_t in_pages = std::size_t{s.purge_map_pages} * kPageSize / sizeof(LanePurgeMap);
+    std::uint64_t marked[kNumClasses] = {};
+    for (std::uint32_t o = 0; o < kPurgeMapChunks; ++o) {
+      const bool may_mark = o < class_chunks_.size() && o < in_pages;
+      for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+        const std::uint32_t bits = map_[o].lanes[cls];
+        if (bits == 0) continue;
+        // A cursor naming no chunk of the heap is refused by check_class; here it marks nothing.
+        const ClassCursor& k = s.cursor[cls];
+        const bool own = std::find(class_chunks_.begin(), class_chunks_.end(), k.chunk) != class_chunks_.end();
+        const std::uint64_t behind = own ? std::uint64_t{k.chunk->ordinal} * kGroupsPerChunk + k.group : 0;
+        const std::uint64_t last = std::uint64_t{o} * kGroupsPerChunk + 31 - static_cast<unsigned>(std::countl_zero(bits));
+        if (!may_mark || last >= behind) {
+          bad("the purge map marks a lane of size class " + std::to_string(cls) +
+              " that is not behind its cursor (class chunk " + std::to_string(o) + ")");
+        }
+        marked[cls] += static_cast<unsigned>(std::popcount(bits));
+      }
+    }
+    const auto* tail = reinterpret_cast<const unsigned char*>(map_ + kPurgeMapChunks);
+    const auto* lane_end = reinterpret_cast<const unsigned char*>(first + (kHeaderLane + 1) * kLaneSize);
+    for (; tail != lane_end; ++tail) {
+      if (*tail != 0) bad("the first chunk's header lane holds bytes past the purge map");
+    }
+    for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+      if (marked[cls] != s.purged_lanes[cls]) {
+        bad("size class " + std::to_string(cls) + ": purged lanes differ from the purge map");
+      }
+    }
+  }
+
+  bool purged(std::uintptr_t a, unsigned cls) const noexcept {
+    const std::uint32_t ordinal = class_header(align_down(a - h_.zone_base, kChunkSize) + h_.zone_base)->ordinal;
+    if (ordinal >= kPurgeMapChunks) return false;
+    return (map_[ordinal].lanes[cls] >> ((a >> kGroupShift) & (kGroupsPerChunk - 1))) & 1;
   }
 
   // Large chunks and huge runs: one doubly linked list; each run listed, whole, with its use.
@@ -292,8 +340,9 @@ class StateCheck {
     const void* tortoise = nullptr;
     std::uint64_t power = 1;
     std::uint64_t steps = 0;
+    const std::uint64_t purged_blocks = std::uint64_t{s.purged_lanes[cls]} * per_lane;
     for (const void* p = s.free[cls]; p != nullptr; p = *static_cast<void* const*>(p)) {
-      if (++count > k.carved) bad(what + ": the free list is longer than what was carved (a cycle?)");
+      if (++count + purged_blocks > k.carved) bad(what + ": the free list is longer than what was carved (a cycle?)");
       check_free_block(p, cls, k, what);
       if (p == tortoise) bad(what + ": the free list has a cycle");
       if (++steps == power) {
@@ -302,7 +351,7 @@ class StateCheck {
         steps = 0;
       }
     }
-    return lanes_behind * align_up(per_lane * size, kPageSize) + (limit - lane);
+    return (lanes_behind - s.purged_lanes[cls]) * align_up(per_lane * size, kPageSize) + (limit - lane);
   }
 
   void check_free_block(const void* p, unsigned cls, const ClassCursor& k, const std::string& what) {
@@ -327,6 +376,7 @@ class StateCheck {
     if (offset % size != 0 || offset + size > kLaneSize || !carved) {
       bad(what + ": free block " + hex(a) + " is not a carved block");
     }
+    if (purged(a, cls)) bad(what + ": free block " + hex(a) + " lies in a purged lane");
     if (kChecks && h_.checked_build) {
       // The checked build's shadow lane marks free blocks (class_lanes.cpp). A release build's
       // file has no shadow: restore builds one from these lists once they have passed this check
@@ -347,6 +397,7 @@ class StateCheck {
   const SnapshotHeader& h_;
   const std::string& name_;
   const HeapState* state_ = nullptr;
+  const LanePurgeMap* map_ = nullptr;
   std::vector<char> seen_;  // by position in h_.chunks: reached through a chunk list
   std::vector<const ChunkHeader*> class_chunks_;  // by ordinal
   std::vector<std::uintptr_t> free_runs_;         // first pages of free large runs

@@ -22,6 +22,10 @@ void class_chunk_ranges(const HeapState* h, std::uintptr_t base, std::uint32_t o
     if (end > begin) out.push_back({begin, align_up(end, kPageSize)});
   };
   add(base + kHeaderLane * kLaneSize, base + kHeaderLane * kLaneSize + kPageSize);
+  if (ordinal == 0) {  // the purge map's pages in use (lane_purge.cpp)
+    const std::uintptr_t map = base + kHeaderLane * kLaneSize + kPurgeMapOffset;
+    add(map, map + std::size_t{h->purge_map_pages} * kPageSize);
+  }
   std::uint32_t groups_used = 1;
   for (unsigned cls = 0; cls < kNumClasses; ++cls) {
     const ClassCursor& k = h->cursor[cls];
