@@ -54,6 +54,9 @@ struct Subject {
   std::uintptr_t free_run = 0;   // a free large run in `carve` (in a bin)
   ChunkHeader* first_class = nullptr;
   ChunkHeader* second_class = nullptr;  // the heap's second class chunk
+  unsigned page_class = 0;                // the 4 KiB class, two of whose lanes are purged
+  void* purged_block = nullptr;           // a block in the first of them
+  detail::LanePurgeMap* purge_map = nullptr;
 };
 
 Subject make_subject() {
@@ -72,6 +75,15 @@ Subject make_subject() {
   for (int i = 0; i < 66; ++i) runs.push_back(heap->allocate(kLargeBlock));
   for (void* r : runs) std::memset(r, 7, 64);
   heap->deallocate(runs[64]);  // a free run in the second large chunk, between two live ones
+  // Three lanes of 4 KiB blocks, the first two freed and purged (lane_purge.cpp), the third, where
+  // the cursor is, live.
+  s.page_class = size_class(4096);
+  std::vector<void*> pages;
+  for (int i = 0; i < 48; ++i) pages.push_back(heap->allocate(4096));
+  for (int i = 0; i < 32; ++i) heap->deallocate(pages[static_cast<std::size_t>(i)]);
+  s.purged_block = pages[3];
+  heap->purge_free_lanes();
+  s.purge_map = detail::purge_map(s.st);
   s.root = heap->allocate(200);
   heap->set_root(s.root);
   auto* huge = static_cast<unsigned char*>(heap->allocate(3 << 20));
@@ -179,6 +191,12 @@ std::vector<Forgery> forgeries() {
   f.push_back({"free list cycle", [](Forger& g, S s) { g.poke(address(s.free_small_next), address(s.free_small)); }, SnapshotErrc::kCorrupt, "cycle"});
   f.push_back({"free list head a small integer (fuzz regression)", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], 2); }, SnapshotErrc::kCorrupt, "outside the zone"});
   f.push_back({"free list into an unlisted chunk", [](Forger& g, S s) { g.poke(address(s.free_small), unlisted_chunk()); }, SnapshotErrc::kCorrupt, "free block"});
+  f.push_back({"purge map marks the cursor's lane", [](Forger& g, S s) {
+    g.poke(&s.purge_map[0].lanes[s.page_class], g.peek(&s.purge_map[0].lanes[s.page_class]) | 4u);
+  }, SnapshotErrc::kCorrupt, "not behind its cursor"});
+  f.push_back({"purged lane count", [](Forger& g, S s) { g.poke(&s.st->purged_lanes[s.page_class], 3); }, SnapshotErrc::kCorrupt, "purged lanes differ"});
+  f.push_back({"purge map pages", [](Forger& g, S s) { g.poke(&s.st->purge_map_pages, 16); }, SnapshotErrc::kCorrupt, "purge map"});
+  f.push_back({"free list into a purged lane", [](Forger& g, S s) { g.poke(&s.st->free[s.page_class], address(s.purged_block)); }, SnapshotErrc::kCorrupt, "purged lane"});
   f.push_back({"cursor past its lane", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].cur, g.peek(&s.st->cursor[s.small_class].cur) + (1 << 20)); }, SnapshotErrc::kCorrupt, "cursor"});
   f.push_back({"cursor limit past its lane", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].limit, g.peek(&s.st->cursor[s.small_class].limit) + (1 << 16)); }, SnapshotErrc::kCorrupt, "cursor"});
   f.push_back({"cursor in an unlisted chunk", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].chunk, unlisted_chunk()); }, SnapshotErrc::kCorrupt, "cursor"});
