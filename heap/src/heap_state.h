@@ -56,6 +56,7 @@ struct FreeRun {  // lives in the first page of a free page run
 };
 
 inline constexpr unsigned kNumBins = kMaxLargePages + 1;  // bin n: runs of n pages; last: more
+inline constexpr std::size_t kHeldRunMaxPages = 64;       // HeapState::held_run: 256 KiB at most
 
 struct ClassCursor {
   char* cur = nullptr;    // next block to carve
@@ -104,6 +105,11 @@ struct HeapState : Heap {
   std::size_t retained_huge_bytes = 0; // header pages and blocks of the retained runs
   std::uint32_t retained_huge_runs = 0;
   std::uint64_t retain_seq = 0;        // frees that kept a run, ever
+  // The page run freed last, if at most kHeldRunMaxPages long (page_runs.cpp): still marked
+  // allocated in its page table, in no bin and no live count, so that the next request of its
+  // length takes it back without a bin search, a split or a merge. Freed for real when the next
+  // run is held, and before a purge or a reclaim.
+  char* held_run = nullptr;
   // Purged lanes (lane_purge.cpp): lanes behind a class's cursor whose blocks were all free, their
   // pages given back to the OS and their blocks off the free list; counted by class, marked in the
   // purge map. The map's pages put in use so far (from the first chunk's header lane) count in
@@ -174,6 +180,8 @@ inline bool charge(HeapState* h, std::size_t bytes, Charge kind = Charge::kAlloc
 // intact (restore's state check holds before and after).
 void reset_idle_class(HeapState* h, unsigned cls) noexcept;
 void reset_empty_carve_chunk(HeapState* h) noexcept;
+// Frees the held page run (HeapState::held_run) for real, merging it with its free neighbours.
+void release_held_run(HeapState* h) noexcept;
 
 // Retention (retention.cpp; zone.h, "Retention"). A freed huge run is kept (retain_huge, false
 // when the heap may not keep it) and taken again by a later huge block of `usable` bytes at

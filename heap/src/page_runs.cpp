@@ -191,10 +191,21 @@ void release_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pa
   bin_insert(h, c, first, pages + more);
 }
 
+// The held run (HeapState::held_run) if it is `pages` long: a block freed and allocated again
+// at one size, the common case for a buffer, costs no bin search, split or merge.
+char* take_held_run(HeapState* h, std::size_t pages) noexcept {
+  char* const run = h->held_run;
+  ChunkHeader* c = chunk_header_of(run);
+  if ((page_table(c)[page_index(c, run)] & kRunLength) != pages) return nullptr;
+  h->held_run = nullptr;
+  return run;
+}
+
 void* alloc_large(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
   const std::size_t pages = align_up(size == 0 ? 1 : size, kPageSize) >> kPageShift;
   const std::size_t slack = alignment > kPageSize ? (alignment >> kPageShift) - 1 : 0;
-  char* run = take_run(h, pages + slack);
+  char* run = h->held_run != nullptr && slack == 0 ? take_held_run(h, pages) : nullptr;
+  if (run == nullptr) run = take_run(h, pages + slack);
   if (run == nullptr) return nullptr;
   if (slack != 0) {
     // Over-aligned: give back the pages before the aligned start and after the block.
@@ -261,6 +272,10 @@ ChunkHeader* live_large(HeapState* h, const void* p, std::size_t* first) noexcep
     }
     return c;
   }
+  if (p == h->held_run) {  // freed, and held for the next run of its length
+    report_misuse(Misuse::kDoubleFree, p, h->id, h->id);
+    return nullptr;
+  }
   const std::size_t page = page_index(c, p);
   const bool valid = c->kind == ChunkKind::kLarge && a % kPageSize == 0 &&
                      page >= kFirstRunPage && page < c->frontier &&
@@ -296,11 +311,25 @@ void give_back_large_chunk(HeapState* h, ChunkHeader* c) noexcept {
   zone().release(reinterpret_cast<std::uintptr_t>(c), 1, h->id);
 }
 
-}  // namespace
-
-void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
+[[gnu::noinline]] void* alloc_pages_slow(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
   if (size <= kMaxLargeSize && alignment <= kMaxLargeSize) return alloc_large(h, size, alignment);
   return alloc_huge(h, size, alignment);
+}
+
+}  // namespace
+
+// The held run first, in a function small enough to cost no register spills (a buffer freed and
+// allocated again at one size, over and over, never reaches the bins).
+void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
+  if (h->held_run != nullptr && size <= kHeldRunMaxPages * kPageSize && alignment <= kPageSize) {
+    const std::size_t pages = align_up(size == 0 ? 1 : size, kPageSize) >> kPageShift;
+    if (char* run = take_held_run(h, pages)) {
+      ++h->large_live_blocks;
+      h->large_live_pages += pages;
+      return run;
+    }
+  }
+  return alloc_pages_slow(h, size, alignment);
 }
 
 std::size_t owned_run_chunks(const HeapState* h, const ChunkHeader* c) noexcept {
@@ -340,7 +369,22 @@ void release_huge_run(HeapState* h, ChunkHeader* c) noexcept {
   zone().release(reinterpret_cast<std::uintptr_t>(c), chunks, h->id);
 }
 
-void free_pages(HeapState* h, void* p) noexcept {
+namespace {
+
+// Frees the run [first, first + pages) of large chunk c, and gives back what that empties.
+void free_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
+  release_run(h, c, first, pages);
+  if (c != h->large_carve) {
+    if (is_empty(c)) give_back_large_chunk(h, c);
+  } else if (c->frontier > kCarveChunkKeptPages && is_empty(c)) {
+    // A burst emptied the chunk runs are carved from: its pages go back, and carving starts
+    // again from its first page. Below the bound they stay, so that a block allocated and freed
+    // over and over in an otherwise empty heap costs no madvise and no fault.
+    reset_empty_carve_chunk(h);
+  }
+}
+
+[[gnu::noinline]] void free_pages_slow(HeapState* h, void* p) noexcept {
   std::size_t first = 0;
   ChunkHeader* c = live_large(h, p, &first);
   if (c == nullptr) return;
@@ -352,18 +396,51 @@ void free_pages(HeapState* h, void* p) noexcept {
     release_huge_run(h, c);
     return;
   }
-  const std::size_t pages = page_table(c)[first] & kRunLength;
+  std::size_t pages = page_table(c)[first] & kRunLength;
   --h->large_live_blocks;
   h->large_live_pages -= pages;
-  release_run(h, c, first, pages);
-  if (c != h->large_carve) {
-    if (is_empty(c)) give_back_large_chunk(h, c);
-  } else if (c->frontier > kCarveChunkKeptPages && is_empty(c)) {
-    // A burst emptied the chunk runs are carved from: its pages go back, and carving starts
-    // again from its first page. Below the bound they stay, so that a block allocated and freed
-    // over and over in an otherwise empty heap costs no madvise and no fault.
-    reset_empty_carve_chunk(h);
+  if (pages <= kHeldRunMaxPages) {
+    // Held for the next run of its length; the run held before is freed for real instead.
+    char* const previous = h->held_run;
+    h->held_run = static_cast<char*>(p);
+    if (previous == nullptr) return;
+    c = chunk_header_of(previous);
+    first = page_index(c, previous);
+    pages = page_table(c)[first] & kRunLength;
   }
+  free_run(h, c, first, pages);
+}
+
+}  // namespace
+
+// A live run of at most kHeldRunMaxPages pages while none is held becomes the held run: the
+// checks live_large makes, then no bin, no merge.
+void free_pages(HeapState* h, void* p) noexcept {
+  ChunkHeader* c = chunk_header_of(p);
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (h->held_run == nullptr && c->kind == ChunkKind::kLarge && a % kPageSize == 0) {
+    const std::size_t page = page_index(c, p);
+    if (page >= kFirstRunPage && page < c->frontier) {
+      const std::uint16_t entry = page_table(c)[page];
+      const std::size_t pages = entry & kRunLength;
+      if ((entry & (kRunHead | kRunFree)) == kRunHead && pages <= kHeldRunMaxPages) {
+        --h->large_live_blocks;
+        h->large_live_pages -= pages;
+        h->held_run = static_cast<char*>(p);
+        return;
+      }
+    }
+  }
+  free_pages_slow(h, p);
+}
+
+void release_held_run(HeapState* h) noexcept {
+  char* const run = h->held_run;
+  if (run == nullptr) return;
+  h->held_run = nullptr;
+  ChunkHeader* c = chunk_header_of(run);
+  const std::size_t first = page_index(c, run);
+  free_run(h, c, first, page_table(c)[first] & kRunLength);
 }
 
 void reset_empty_carve_chunk(HeapState* h) noexcept {
@@ -379,6 +456,7 @@ void reset_empty_carve_chunk(HeapState* h) noexcept {
 }
 
 std::size_t purge_free_runs(HeapState* h) noexcept {
+  release_held_run(h);
   std::size_t bytes = 0;
   std::uint64_t calls = 0;
   for (unsigned b = 2; b < kNumBins; ++b) {  // a run of one page is all links
@@ -401,6 +479,10 @@ std::size_t purge_free_runs(HeapState* h) noexcept {
 
 std::size_t free_run_pages(const HeapState* h) noexcept {
   std::size_t pages = 0;
+  if (char* held = h->held_run) {
+    ChunkHeader* c = chunk_header_of(held);
+    pages += page_table(c)[page_index(c, held)] & kRunLength;
+  }
   for (unsigned b = 0; b < kNumBins; ++b) {
     for (FreeRun* r = h->bins[b]; r != nullptr; r = r->next) {
       ChunkHeader* c = chunk_header_of(r);
@@ -457,6 +539,8 @@ void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept {
       }
       c->frontier = static_cast<std::uint32_t>(first + need);
     } else {
+      // The held run (freed last) is free for this purpose: it joins its free neighbours first.
+      if (h->held_run == page_address(c, after)) release_held_run(h);
       if (!(pt[after] & kRunFree)) return nullptr;
       const std::size_t more = pt[after] & kRunLength;
       if (have + more < need) return nullptr;

@@ -23,6 +23,7 @@ REHEAP_SLOW_PATH bool charge_slow(HeapState* h, std::size_t bytes, Charge kind, 
     for (unsigned cls = 0; cls < kNumClasses; ++cls) {
       if (cls != carving) reset_idle_class(h, cls);
     }
+    release_held_run(h);
     reset_empty_carve_chunk(h);
     if (h->committed < before && bytes <= h->limit && h->committed <= h->limit - bytes) {
       h->committed += bytes;

@@ -71,6 +71,9 @@ Subject make_subject() {
   s.small_class = size_class(64);
   // Enough 16 KiB blocks to need a second class chunk (2 MiB of lanes per chunk and class).
   for (int i = 0; i < 140; ++i) std::memset(heap->allocate(16384), 1, 16);
+  // A short run freed: held for the next request of its length (page_runs.cpp), at the start of
+  // the first large chunk, away from the runs the page-table forgeries aim at.
+  heap->deallocate(heap->allocate(32 * 1024));
   std::vector<void*> runs;
   for (int i = 0; i < 66; ++i) runs.push_back(heap->allocate(kLargeBlock));
   for (void* r : runs) std::memset(r, 7, 64);
@@ -191,6 +194,9 @@ std::vector<Forgery> forgeries() {
   f.push_back({"free list cycle", [](Forger& g, S s) { g.poke(address(s.free_small_next), address(s.free_small)); }, SnapshotErrc::kCorrupt, "cycle"});
   f.push_back({"free list head a small integer (fuzz regression)", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], 2); }, SnapshotErrc::kCorrupt, "outside the zone"});
   f.push_back({"free list into an unlisted chunk", [](Forger& g, S s) { g.poke(address(s.free_small), unlisted_chunk()); }, SnapshotErrc::kCorrupt, "free block"});
+  f.push_back({"held run into a free run", [](Forger& g, S s) { g.poke(&s.st->held_run, s.free_run); }, SnapshotErrc::kCorrupt, "held page run"});
+  f.push_back({"held run into a huge chunk", [](Forger& g, S s) { g.poke(&s.st->held_run, address(s.huge) + 4096); }, SnapshotErrc::kCorrupt, "held page run"});
+  f.push_back({"held run a live run of 256 pages", [](Forger& g, S s) { g.poke(&s.st->held_run, s.live_run); }, SnapshotErrc::kCorrupt, "held page run"});
   f.push_back({"purge map marks the cursor's lane", [](Forger& g, S s) {
     g.poke(&s.purge_map[0].lanes[s.page_class], g.peek(&s.purge_map[0].lanes[s.page_class]) | 4u);
   }, SnapshotErrc::kCorrupt, "not behind its cursor"});

@@ -1,6 +1,7 @@
 // Purged lanes and snapshots (Heap::purge_free_lanes): a heap whose freed burst was purged saves
 // and restores with its lanes still purged (the restored heap takes them back as the saved one
-// would), and an increment taken after a purge restores to the purged heap's bytes.
+// would), and an increment taken after a purge restores to the purged heap's bytes. The held page
+// run restores held.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -89,6 +90,26 @@ TEST(LanePurgeSnapshot, AnIncrementAfterAPurgeRestoresThePurgedHeap) {
   EXPECT_EQ(used_pages_digest(*restored), digest) << "the chain restores the purged lanes as zero";
   EXPECT_EQ(restored->stats().committed_bytes, saved.committed_bytes);
   EXPECT_EQ(allocate_n(*restored, expected.size()), expected);
+}
+
+// The held page run (page_runs.cpp) is state like any other: the restored heap hands it to the
+// next request of its length, as the saved heap would.
+TEST(HeldRunSnapshot, TheRestoredHeapHandsTheHeldRunOutAsTheSavedOneWould) {
+  TempDir dir;
+  HeapPtr heap = Heap::create();
+  void* keep = heap->allocate(40 * 1024);
+  std::memset(keep, 3, 40 * 1024);
+  void* held = heap->allocate(64 * 1024);
+  heap->deallocate(held);
+  {
+    Snapshotter snapshotter(*heap, WriteTracking::kOff);
+    snapshotter.save(dir / "held.snap");
+  }
+  heap.reset();
+  HeapPtr restored = restore(dir / "held.snap");
+  EXPECT_EQ(restored->stats().large_free_bytes, 64u * 1024);
+  EXPECT_EQ(restored->allocate(64 * 1024), held);
+  EXPECT_EQ(static_cast<char*>(keep)[40 * 1024 - 1], 3);
 }
 
 }  // namespace

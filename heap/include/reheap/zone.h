@@ -57,7 +57,11 @@
 // purges its own), by Heap::purge_retained(), and by a runtime worker after half a second asleep.
 // Purging changes nothing a program observes but its RSS: retained blocks are in no snapshot and
 // no digest. Builds with REHEAP_CHECKS start with heap_bytes = 0, so that every freed huge block
-// goes to the quarantine and a use after free is reported.
+// goes to the quarantine and a use after free is reported. Freed memory that stays in place is
+// purged too, when a runtime worker has been asleep half a second, for reactors that are not
+// recorded (purged memory reads as zero, which a recording's digests would see): free page runs
+// (Heap::purge_free_runs) and size-class lanes none of whose blocks is live
+// (Heap::purge_free_lanes), so a reactor's freed burst of small objects leaves its RSS too.
 //
 // Slices. Each half of the zone is cut into NodeIdentity::kMaxNodes (64) slices, one per node id
 // (node_identity.h): in the default 64 TiB zone, 8192 chunks (512 GiB) of each half. A heap

@@ -228,6 +228,23 @@ class StateCheck {
     }
     if (!carve_found) bad("the large chunk carved from is not one of the heap's large chunks");
     if (chunks != s.large_chunks) bad("the large chunk count");
+    if (s.held_run != nullptr) {
+      // The held run (page_runs.cpp) is a run of a large chunk the page table says is allocated,
+      // in no live count.
+      const auto a = reinterpret_cast<std::uintptr_t>(s.held_run);
+      const std::uintptr_t base = align_down(a - h_.zone_base, kChunkSize) + h_.zone_base;
+      if (a % kPageSize != 0 || !listed_as(a, ChunkUse::kLarge)) bad("the held page run is not in a large chunk");
+      const ChunkHeader* c = large_header(base);
+      const std::size_t page = (a - base) >> kPageShift;
+      const std::uint16_t head = page < kFirstRunPage || page >= c->frontier ? 0 : page_table(const_cast<ChunkHeader*>(c))[page];
+      const std::size_t length = head & kRunLength;
+      if ((head & kRunHead) == 0 || (head & kRunFree) != 0 || length > kHeldRunMaxPages ||
+          std::find(allocated_runs_.begin(), allocated_runs_.end(), a) == allocated_runs_.end()) {
+        bad("the held page run is not an allocated run of at most " + std::to_string(kHeldRunMaxPages) + " pages");
+      }
+      live_blocks -= 1;
+      live_pages -= length;
+    }
     if (live_blocks != s.large_live_blocks || live_pages != s.large_live_pages) {
       bad("large block accounting differs from the page tables");
     }
@@ -266,6 +283,7 @@ class StateCheck {
       } else {
         ++*live_blocks;
         *live_pages += length;
+        if (length <= kHeldRunMaxPages) allocated_runs_.push_back(reinterpret_cast<std::uintptr_t>(c) + p * kPageSize);
       }
       previous_free = free;
       p += length;
@@ -401,6 +419,7 @@ class StateCheck {
   std::vector<char> seen_;  // by position in h_.chunks: reached through a chunk list
   std::vector<const ChunkHeader*> class_chunks_;  // by ordinal
   std::vector<std::uintptr_t> free_runs_;         // first pages of free large runs
+  std::vector<std::uintptr_t> allocated_runs_;    // first pages of allocated runs a held run may be
   std::size_t large_committed_ = 0;
   std::uintptr_t last_class_chunk_ = 0;  // a listed class chunk a free block was found in (0: none yet)
 };
