@@ -110,6 +110,7 @@ struct HeapState : Heap {
   // length takes it back without a bin search, a split or a merge. Freed for real when the next
   // run is held, and before a purge or a reclaim.
   char* held_run = nullptr;
+  std::uint64_t held_run_pages = 0;  // its length, so that a request of another misses unread
   // Purged lanes (lane_purge.cpp): lanes behind a class's cursor whose blocks were all free, their
   // pages given back to the OS and their blocks off the free list; counted by class, marked in the
   // purge map. The map's pages put in use so far (from the first chunk's header lane) count in

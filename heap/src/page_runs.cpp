@@ -191,21 +191,10 @@ void release_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pa
   bin_insert(h, c, first, pages + more);
 }
 
-// The held run (HeapState::held_run) if it is `pages` long: a block freed and allocated again
-// at one size, the common case for a buffer, costs no bin search, split or merge.
-char* take_held_run(HeapState* h, std::size_t pages) noexcept {
-  char* const run = h->held_run;
-  ChunkHeader* c = chunk_header_of(run);
-  if ((page_table(c)[page_index(c, run)] & kRunLength) != pages) return nullptr;
-  h->held_run = nullptr;
-  return run;
-}
-
 void* alloc_large(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
   const std::size_t pages = align_up(size == 0 ? 1 : size, kPageSize) >> kPageShift;
   const std::size_t slack = alignment > kPageSize ? (alignment >> kPageShift) - 1 : 0;
-  char* run = h->held_run != nullptr && slack == 0 ? take_held_run(h, pages) : nullptr;
-  if (run == nullptr) run = take_run(h, pages + slack);
+  char* run = take_run(h, pages + slack);
   if (run == nullptr) return nullptr;
   if (slack != 0) {
     // Over-aligned: give back the pages before the aligned start and after the block.
@@ -318,16 +307,17 @@ void give_back_large_chunk(HeapState* h, ChunkHeader* c) noexcept {
 
 }  // namespace
 
-// The held run first, in a function small enough to cost no register spills (a buffer freed and
-// allocated again at one size, over and over, never reaches the bins).
+// The held run (HeapState::held_run) first, in a function small enough to cost no register
+// spills: a buffer freed and allocated again at one size, over and over, never reaches the bins.
 void* alloc_pages(HeapState* h, std::size_t size, std::size_t alignment) noexcept {
-  if (h->held_run != nullptr && size <= kHeldRunMaxPages * kPageSize && alignment <= kPageSize) {
-    const std::size_t pages = align_up(size == 0 ? 1 : size, kPageSize) >> kPageShift;
-    if (char* run = take_held_run(h, pages)) {
-      ++h->large_live_blocks;
-      h->large_live_pages += pages;
-      return run;
-    }
+  const std::size_t pages = align_up(size == 0 ? 1 : size, kPageSize) >> kPageShift;
+  if (pages == h->held_run_pages && alignment <= kPageSize) {
+    char* const run = h->held_run;
+    h->held_run = nullptr;
+    h->held_run_pages = 0;
+    ++h->large_live_blocks;
+    h->large_live_pages += pages;
+    return run;
   }
   return alloc_pages_slow(h, size, alignment);
 }
@@ -372,7 +362,7 @@ void release_huge_run(HeapState* h, ChunkHeader* c) noexcept {
 namespace {
 
 // Frees the run [first, first + pages) of large chunk c, and gives back what that empties.
-void free_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
+[[gnu::noinline]] void free_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages) noexcept {
   release_run(h, c, first, pages);
   if (c != h->large_carve) {
     if (is_empty(c)) give_back_large_chunk(h, c);
@@ -396,37 +386,40 @@ void free_run(HeapState* h, ChunkHeader* c, std::size_t first, std::size_t pages
     release_huge_run(h, c);
     return;
   }
-  std::size_t pages = page_table(c)[first] & kRunLength;
+  // live_large found no misuse, so free_pages would have taken a large run itself.
+  const std::size_t pages = page_table(c)[first] & kRunLength;
   --h->large_live_blocks;
   h->large_live_pages -= pages;
-  if (pages <= kHeldRunMaxPages) {
-    // Held for the next run of its length; the run held before is freed for real instead.
-    char* const previous = h->held_run;
-    h->held_run = static_cast<char*>(p);
-    if (previous == nullptr) return;
-    c = chunk_header_of(previous);
-    first = page_index(c, previous);
-    pages = page_table(c)[first] & kRunLength;
-  }
   free_run(h, c, first, pages);
 }
 
 }  // namespace
 
-// A live run of at most kHeldRunMaxPages pages while none is held becomes the held run: the
-// checks live_large makes, then no bin, no merge.
+// A live large run is freed after the checks live_large makes. One of at most kHeldRunMaxPages
+// pages becomes the held run, and the run held before is freed for real instead. Huge blocks and
+// misuse take the slow path.
 void free_pages(HeapState* h, void* p) noexcept {
   ChunkHeader* c = chunk_header_of(p);
   const auto a = reinterpret_cast<std::uintptr_t>(p);
-  if (h->held_run == nullptr && c->kind == ChunkKind::kLarge && a % kPageSize == 0) {
-    const std::size_t page = page_index(c, p);
+  if (c->kind == ChunkKind::kLarge && a % kPageSize == 0 && p != h->held_run) {
+    std::size_t page = page_index(c, p);
     if (page >= kFirstRunPage && page < c->frontier) {
       const std::uint16_t entry = page_table(c)[page];
-      const std::size_t pages = entry & kRunLength;
-      if ((entry & (kRunHead | kRunFree)) == kRunHead && pages <= kHeldRunMaxPages) {
+      std::size_t pages = entry & kRunLength;
+      if ((entry & (kRunHead | kRunFree)) == kRunHead) {
         --h->large_live_blocks;
         h->large_live_pages -= pages;
-        h->held_run = static_cast<char*>(p);
+        if (pages <= kHeldRunMaxPages) {
+          char* const previous = h->held_run;
+          const std::size_t previous_pages = h->held_run_pages;
+          h->held_run = static_cast<char*>(p);
+          h->held_run_pages = pages;
+          if (previous == nullptr) return;
+          c = chunk_header_of(previous);
+          page = page_index(c, previous);
+          pages = previous_pages;
+        }
+        free_run(h, c, page, pages);
         return;
       }
     }
@@ -438,6 +431,7 @@ void release_held_run(HeapState* h) noexcept {
   char* const run = h->held_run;
   if (run == nullptr) return;
   h->held_run = nullptr;
+  h->held_run_pages = 0;
   ChunkHeader* c = chunk_header_of(run);
   const std::size_t first = page_index(c, run);
   free_run(h, c, first, page_table(c)[first] & kRunLength);
@@ -479,10 +473,7 @@ std::size_t purge_free_runs(HeapState* h) noexcept {
 
 std::size_t free_run_pages(const HeapState* h) noexcept {
   std::size_t pages = 0;
-  if (char* held = h->held_run) {
-    ChunkHeader* c = chunk_header_of(held);
-    pages += page_table(c)[page_index(c, held)] & kRunLength;
-  }
+  pages += h->held_run_pages;
   for (unsigned b = 0; b < kNumBins; ++b) {
     for (FreeRun* r = h->bins[b]; r != nullptr; r = r->next) {
       ChunkHeader* c = chunk_header_of(r);

@@ -196,6 +196,7 @@ std::vector<Forgery> forgeries() {
   f.push_back({"free list into an unlisted chunk", [](Forger& g, S s) { g.poke(address(s.free_small), unlisted_chunk()); }, SnapshotErrc::kCorrupt, "free block"});
   f.push_back({"held run into a free run", [](Forger& g, S s) { g.poke(&s.st->held_run, s.free_run); }, SnapshotErrc::kCorrupt, "held page run"});
   f.push_back({"held run into a huge chunk", [](Forger& g, S s) { g.poke(&s.st->held_run, address(s.huge) + 4096); }, SnapshotErrc::kCorrupt, "held page run"});
+  f.push_back({"held run length", [](Forger& g, S s) { g.poke(&s.st->held_run_pages, 9); }, SnapshotErrc::kCorrupt, "held page run's length"});
   f.push_back({"held run a live run of 256 pages", [](Forger& g, S s) { g.poke(&s.st->held_run, s.live_run); }, SnapshotErrc::kCorrupt, "held page run"});
   f.push_back({"purge map marks the cursor's lane", [](Forger& g, S s) {
     g.poke(&s.purge_map[0].lanes[s.page_class], g.peek(&s.purge_map[0].lanes[s.page_class]) | 4u);

@@ -242,8 +242,11 @@ class StateCheck {
           std::find(allocated_runs_.begin(), allocated_runs_.end(), a) == allocated_runs_.end()) {
         bad("the held page run is not an allocated run of at most " + std::to_string(kHeldRunMaxPages) + " pages");
       }
+      if (s.held_run_pages != length) bad("the held page run's length");
       live_blocks -= 1;
       live_pages -= length;
+    } else if (s.held_run_pages != 0) {
+      bad("the held page run's length");
     }
     if (live_blocks != s.large_live_blocks || live_pages != s.large_live_pages) {
       bad("large block accounting differs from the page tables");
