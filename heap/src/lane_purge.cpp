@@ -90,6 +90,9 @@ std::size_t purge_class(HeapState* h, unsigned cls, ChunkHeader* const* chunks, 
       fatal("madvise(MADV_DONTNEED) of heap %llu's free lane at %#lx failed",
             static_cast<unsigned long long>(h->id), static_cast<unsigned long>(start));
     }
+    // Off the free list, the blocks are no longer poisoned (readers of the heap's pages, a digest
+    // or a snapshot, unpoison only the free lists' blocks); revival poisons them again.
+    REHEAP_UNPOISON(reinterpret_cast<void*>(start), bytes);
     ++*calls;
     commit_map_entry(h, ordinal);
     map[ordinal].lanes[cls] |= std::uint32_t{1} << group;
@@ -135,12 +138,12 @@ void* revive_purged_lane(HeapState* h, unsigned cls) noexcept {
   void* next = h->free[cls];
   for (std::size_t i = per_lane; i-- > 1;) {
     char* block = lane + i * size;
-    *reinterpret_cast<void**>(block) = next;  // a free block's link word is never poisoned
+    *reinterpret_cast<void**>(block) = next;
+    REHEAP_POISON(block + sizeof(void*), size - sizeof(void*));  // as heap_free leaves a block
     if constexpr (kChecks) mark_class_free(block);
     next = block;
   }
   h->free[cls] = next;
-  REHEAP_UNPOISON(lane, size);
   if constexpr (kChecks) mark_class_allocated(lane);
   return lane;
 }
