@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,7 @@ namespace {
 using reheap::testing::Replay;
 using reheap::testing::ReplayOptions;
 
-enum Take : std::uint32_t { kPageRun, kHuge, kClassChunk, kFreeHuge, kHugeAgain, kNothing };
+enum Take : std::uint32_t { kPageRun, kHuge, kClassChunk, kFreeHuge, kHugeAgain, kNothing, kPageRunThenThrow };
 struct Grow {
   std::uint32_t take;
 };
@@ -49,6 +50,7 @@ constexpr std::size_t kClassBlocks = 600;
 class Grower : public Reactor {
  public:
   explicit Grower(ActorRef sink) : sink_(sink) { handle<&Grower::on_grow>(); }
+  const std::vector<char*>& kept() const { return kept_; }
 
  private:
   void on_grow(const Grow& g) {
@@ -69,6 +71,10 @@ class Grower : public Reactor {
         delete[] huge_;
         huge_ = nullptr;
         break;
+      case kPageRunThenThrow:
+        block = fill(new char[kPageRunBytes], kPageRunBytes);
+        send(sink_, Placed{reinterpret_cast<std::uint64_t>(block)});
+        throw std::runtime_error("failed after a page run");
       default:
         block = fill(new char[64], 64);
         break;
@@ -378,6 +384,40 @@ TEST(ReplayChunks, AVersion1LogWithoutChunkRecordsReplaysAsBeforeAndSaysSo) {
   } catch (const reheap::testing::Divergence& d) {
     EXPECT_EQ(d.event(), event_of(kPageRun));
   }
+}
+
+TEST(ReplayChunks, ACrashBundleWhoseFailingEventTookAChunkReplaysItAtTheRecordedAddress) {
+  TempDir dir;
+  std::filesystem::path bundle;
+  {
+    Bystander outside;
+    reheap::RuntimeConfig config;
+    config.workers = 1;
+    reheap::Runtime rt(config);
+    const ActorRef sink = rt.spawn<Idle>();
+    reheap::SpawnOptions options;
+    options.recording = file_recording(dir.path());
+    const ActorRef grower = rt.spawn<Grower>(options, sink);
+    for (const Take take : {kHuge, kPageRunThenThrow}) EXPECT_EQ(rt.send(grower, Grow{take}), reheap::SendResult::kOk);
+    EXPECT_TRUE(rt.wait_idle());
+    bundle = recording_of(dir.path(), grower) / "crash-3";  // on_start, the huge block, the failure
+  }
+  ASSERT_TRUE(std::filesystem::exists(bundle / "manifest.json"));
+  // Outputs of a failed event are not compared: the address it sent is read from the log.
+  std::uint64_t recorded = 0;
+  reheap::LogReader reader(bundle);
+  LogRecord r;
+  while (reader.next(r)) {
+    if (r.kind == RecordKind::kSend && reader.position() == 3 && r.bytes.size() == sizeof recorded) {
+      std::memcpy(&recorded, r.bytes.data(), sizeof recorded);
+    }
+  }
+  ASSERT_NE(recorded, 0u);
+  Bystander during;
+  Replay replay = Replay::open(bundle);
+  EXPECT_THROW(replay.run(), reheap::testing::ReplayedFailure);
+  EXPECT_EQ(replay.position(), 3u);
+  EXPECT_EQ(reinterpret_cast<std::uint64_t>(replay.reactor<Grower>().kept().back()), recorded);
 }
 
 TEST(ReplayChunks, AfterTheLogTheZonePlacesTheReactorsChunks) {
