@@ -149,12 +149,14 @@ GrowerRun record_grower(const std::filesystem::path& directory, const std::files
   return run;
 }
 
+// Bystanders live through the recording or come after Replay::open: one created between the two
+// could take the anchor's own chunks (a heap cache hands a destroyed heap's first chunk to the
+// next heap), and then the anchor cannot be restored at all (restore says so).
 TEST(ReplayChunks, ChunksTakenDuringTheRecordingAreTakenAgainAtTheirRecordedAddresses) {
   TempDir dir;
-  const GrowerRun run = record_grower(dir.path());
-  // Heaps of this process that first fit would otherwise hand the replayed heap's chunks.
-  Bystander before;
+  Bystander before;  // holds chunks through the recording and the replay
   const std::uint64_t before_digest = before.digest();
+  const GrowerRun run = record_grower(dir.path());
   Replay replay = Replay::open(run.recording);
   ASSERT_TRUE(replay.compares_state()) << (replay.warnings().empty() ? "" : replay.warnings().front());
   Bystander during;
@@ -175,10 +177,10 @@ TEST(ReplayChunks, ASecondReplayAndASeekInOneProcessTakeTheRecordedChunksAgain) 
     Replay first = Replay::open(run.recording);
     EXPECT_EQ(first.run(), first.recorded_events());
   }
-  Bystander between;
   ReplayOptions options;
   options.snapshots = {run.snapshots[1], run.snapshots[4]};  // after the first page run; the class chunk
   Replay replay = Replay::open(run.recording, options);
+  Bystander during;  // takes chunks where first fit would have put the replayed heap's
   const std::uint64_t last = replay.recorded_events();
   for (const std::uint64_t target : {last, std::uint64_t{3}, std::uint64_t{6}, std::uint64_t{0}, last - 1, last}) {
     SCOPED_TRACE("seek(" + std::to_string(target) + ")");
@@ -289,8 +291,8 @@ TEST(ReplayChunks, TheLogSaysWhichChunksTheHeapTookAtWhichEvent) {
 TEST(ReplayChunks, ARecordedChunkThatAnotherHeapHoldsStopsTheReplayAndThatHeapIsLeftAlone) {
   TempDir dir;
   TempDir forged;
+  Bystander bystander;  // before the recording: its chunks are none of the recorded heap's
   const GrowerRun run = record_grower(dir.path());
-  Bystander bystander;
   const std::uint64_t before = bystander.digest();
   const std::uint64_t target = chunk_index(bystander.run);
   bool named = false;
@@ -413,8 +415,8 @@ TEST(ReplayChunks, ACrashBundleWhoseFailingEventTookAChunkReplaysItAtTheRecorded
     }
   }
   ASSERT_NE(recorded, 0u);
-  Bystander during;
   Replay replay = Replay::open(bundle);
+  Bystander during;
   EXPECT_THROW(replay.run(), reheap::testing::ReplayedFailure);
   EXPECT_EQ(replay.position(), 3u);
   EXPECT_EQ(reinterpret_cast<std::uint64_t>(replay.reactor<Grower>().kept().back()), recorded);
