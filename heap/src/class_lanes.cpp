@@ -23,7 +23,7 @@ char* lane_start(const ClassCursor& k, unsigned cls) noexcept {
 // Takes a new class chunk from the zone and appends it to the heap's class list.
 ChunkHeader* add_class_chunk(HeapState* h, unsigned carving) noexcept {
   if (!charge(h, kPageSize, Charge::kAllocation, carving)) return nullptr;
-  const std::uintptr_t chunk = zone().acquire(Half::kClass, 1, h->id, &h->os.mprotect);
+  const std::uintptr_t chunk = take_chunks(h, Half::kClass, 1);
   if (chunk == 0) {
     h->committed -= kPageSize;
     ++h->failed;
@@ -122,7 +122,7 @@ void reset_idle_class(HeapState* h, unsigned cls) noexcept {
           c == k.chunk && g == k.group ? static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.limit) - lane)
                                        : whole_lane;
       if (bytes == 0) continue;
-      if (os::discard(lane, bytes) == 0) ++h->os.madvise;
+      if (os::discard(lane, bytes) == 0) ++h->madvise_calls;
       REHEAP_UNPOISON(reinterpret_cast<void*>(lane), bytes);
       if constexpr (kChecks) std::memset(shadow_of_lane(group, cls), 0, kLaneSize / 64);
       released += bytes;

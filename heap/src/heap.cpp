@@ -150,7 +150,7 @@ HeapPtr Heap::create(const HeapConfig& config) {
   h->committed = kPageSize;  // the page holding the chunk header and this state
   h->class_head = h->class_tail = header;
   h->class_chunks = 1;
-  h->os.mprotect = mprotect_calls;
+  detail::note_created(h, mprotect_calls);
   zone.heap_created();
   return HeapPtr(h);
 }

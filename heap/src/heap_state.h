@@ -80,7 +80,13 @@ struct HeapState : Heap {
   std::size_t limit = kUnlimited;
   std::size_t committed = 0;
   std::uint64_t failed = 0;
-  OsCallStats os{};
+  // The madvise calls made for the heap: they follow from its own frees and purges. The word
+  // before them held the mprotect calls, which depend on the process's zone and are counted in
+  // its ChunkTaking record now (chunk_taking.cpp); no code writes it any more (a snapshot of an
+  // earlier build may hold its count there), and it stays so that the fields after it keep their
+  // places in such snapshots.
+  std::uint64_t unused_mprotect = 0;
+  std::uint64_t madvise_calls = 0;
   void* root = nullptr;
   ChunkHeader* class_head = nullptr;
   ChunkHeader* class_tail = nullptr;
@@ -233,6 +239,13 @@ void release_huge_run(HeapState* h, ChunkHeader* c) noexcept;
 
 // Zeroes what the previous heap of a recycled chunk left in [from, to) of class cls's lane.
 void clear_recycled(HeapState* h, unsigned cls, char* from, char* to) noexcept;
+
+// Taking new zone chunks (chunk_taking.cpp): every chunk a live heap takes after its first comes
+// through take_chunks (0 if none could be taken), where a ChunkPlacement may steer it. The
+// mprotect calls made for a heap are counted in the zone's record of it, from its creation on.
+std::uintptr_t take_chunks(HeapState* h, Half half, std::size_t count) noexcept;
+void note_created(const HeapState* h, std::uint64_t mprotect_calls) noexcept;
+std::uint64_t mprotect_calls(const HeapState* h) noexcept;
 
 // Slow paths, one concept per file: class_lanes.cpp, page_runs.cpp.
 void* carve_block(HeapState* h, unsigned cls) noexcept;

@@ -33,8 +33,8 @@ HeapStats Heap::stats() const noexcept {
   s.live_blocks += h->large_live_blocks + h->huge_live_blocks;
   s.live_bytes += s.large_live_bytes + s.huge_live_bytes;
   s.failed_allocations = h->failed;
-  s.os = h->os;
-  s.os.madvise += detail::purge_calls(h);
+  s.os.mprotect = detail::mprotect_calls(h);
+  s.os.madvise = h->madvise_calls + detail::purge_calls(h);
   return s;
 }
 

@@ -108,7 +108,7 @@ FreeRun* find_run(HeapState* h, std::size_t pages) noexcept {
 }
 
 ChunkHeader* add_large_chunk(HeapState* h, std::size_t chunks, ChunkKind kind) noexcept {
-  const std::uintptr_t base = zone().acquire(Half::kLarge, chunks, h->id, &h->os.mprotect);
+  const std::uintptr_t base = take_chunks(h, Half::kLarge, chunks);
   if (base == 0) {
     ++h->failed;
     return nullptr;
@@ -348,7 +348,7 @@ void release_chunk_pages(HeapState* h, ChunkHeader* c, bool is_class) noexcept {
     fatal("madvise(MADV_DONTNEED) of heap %llu's chunk at %#lx failed",
           static_cast<unsigned long long>(h->id), static_cast<unsigned long>(base));
   }
-  ++h->os.madvise;
+  ++h->madvise_calls;
 }
 
 void release_huge_run(HeapState* h, ChunkHeader* c) noexcept {
@@ -443,7 +443,7 @@ void reset_empty_carve_chunk(HeapState* h) noexcept {
   const std::size_t pages = c->frontier - kFirstRunPage;
   bin_remove(h, reinterpret_cast<FreeRun*>(page_address(c, kFirstRunPage)), pages);
   if (os::discard(reinterpret_cast<std::uintptr_t>(page_address(c, kFirstRunPage)), pages * kPageSize) == 0) {
-    ++h->os.madvise;
+    ++h->madvise_calls;
   }
   c->frontier = kFirstRunPage;  // page-table entries past the frontier are never read
   h->committed -= pages * kPageSize;
@@ -503,7 +503,7 @@ void* realloc_pages(HeapState* h, void* p, std::size_t new_size) noexcept {
       if (want > capacity || !charge(h, want - c->huge_size, Charge::kAttempt)) return nullptr;
     } else if (want < c->huge_size) {
       if (os::discard(reinterpret_cast<std::uintptr_t>(c->huge_block + want), c->huge_size - want) == 0) {
-        ++h->os.madvise;
+        ++h->madvise_calls;
       }
       h->committed -= c->huge_size - want;
     }

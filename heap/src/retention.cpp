@@ -146,7 +146,7 @@ ChunkHeader* take_retained(HeapState* h, std::size_t usable, std::size_t offset,
     // Whether the tail is still resident depends on time; the madvise is made either way, so
     // that the heap's own count of OS calls does not.
     if (os::discard(reinterpret_cast<std::uintptr_t>(best->huge_block + usable), had - usable) == 0) {
-      ++h->os.madvise;
+      ++h->madvise_calls;
     }
     h->committed -= had - usable;
     best->huge_size = usable;

@@ -117,10 +117,11 @@ void ZoneImpl::reserve_locked() {
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
   residency_ = static_cast<Residency*>(os::map_table(class_chunks_ * sizeof(Residency)));
+  taking_ = static_cast<ChunkTaking*>(os::map_table(class_chunks_ * sizeof(ChunkTaking)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
       generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
       restored_ == nullptr || cached_ == nullptr || retained_pages_ == nullptr ||
-      cache_ring_ == nullptr || residency_ == nullptr) {
+      cache_ring_ == nullptr || residency_ == nullptr || taking_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
   if (int err = os::reserve_fixed(c.base, c.size)) {
@@ -306,6 +307,7 @@ bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
   if (head >= first && head < first + count) {
     set_bits(restored_, head, 1, true);
     residency_[head] = Residency{};
+    taking_[head] = ChunkTaking{};
   }
   take_locked(h, first, count, owner);
   return true;
@@ -503,7 +505,17 @@ void ZoneImpl::mark_restored(HeapId id) noexcept {
   std::lock_guard lock(mutex_);
   const std::uint32_t head = first_chunk_of(id);
   if (reserved() && head < chunks_) set_bits(restored_, head, 1, true);
-  if (reserved() && head < class_chunks_) residency_[head] = Residency{};
+  if (reserved() && head < class_chunks_) {
+    residency_[head] = Residency{};
+    taking_[head] = ChunkTaking{};
+  }
+}
+
+bool ZoneImpl::in_half(Half half, std::size_t first, std::size_t count) const noexcept {
+  // class_chunks_ and chunks_ are set once, when the zone is reserved.
+  const std::size_t begin = half == Half::kClass ? 0 : class_chunks_;
+  const std::size_t end = half == Half::kClass ? class_chunks_ : chunks_;
+  return reserved() && count != 0 && first >= begin && first < end && count <= end - first;
 }
 
 std::size_t ZoneImpl::quarantined() const noexcept {

@@ -28,6 +28,10 @@
 #include "layout.h"
 #include "reheap/zone.h"
 
+namespace reheap {
+class ChunkPlacement;
+}
+
 namespace reheap::detail {
 
 // What the allocation fast paths read: constant once the zone is reserved.
@@ -164,6 +168,21 @@ class ZoneImpl {
     std::uint64_t purge_calls;     // madvise calls made purging
   };
   Residency& residency(HeapId id) noexcept { return residency_[first_chunk_of(id)]; }
+  // The process's side of a live heap's chunk taking (chunk_taking.cpp), by its first chunk: the
+  // mprotect calls made for it, which depend on how far this process's zone has made its halves
+  // accessible and so stay out of the heap's pages (snapshots and digests read those), and the
+  // placement that watches or steers where its new chunks go (reheap/chunk_placement.h). Used
+  // only on the heap's own thread; a record speaks for `heap` only, so a heap created or restored
+  // at the chunk starts with none.
+  struct ChunkTaking {
+    HeapId heap;
+    std::uint64_t mprotect_calls;
+    ChunkPlacement* placement;
+  };
+  ChunkTaking& taking(HeapId id) noexcept { return taking_[first_chunk_of(id)]; }
+  // Chunks [first, first + count) lie in half `h`'s range of the zone.
+  bool in_half(Half h, std::size_t first, std::size_t count) const noexcept;
+
   // Zone-wide: the bytes of retained blocks still resident, in every heap.
   std::size_t retained_resident() const noexcept { return resident_.load(std::memory_order_relaxed); }
   std::size_t add_resident(std::size_t bytes) noexcept {
@@ -258,6 +277,7 @@ class ZoneImpl {
   std::size_t protected_chunks_ = 0;
   std::atomic<ChunkObserver*>* observers_ = nullptr;  // by the heap's first chunk (one per chunk)
   Residency* residency_ = nullptr;         // by class chunk: a heap's first chunk
+  ChunkTaking* taking_ = nullptr;          // by class chunk: a heap's first chunk
   std::atomic<std::size_t> resident_{0};   // retained bytes still resident, zone-wide
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes
   std::size_t slice_[2][2] = {{0, 0}, {0, 0}};  // the node's slice of each half: [begin, end)

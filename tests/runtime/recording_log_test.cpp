@@ -146,6 +146,11 @@ std::vector<LogRecord> every_kind() {
   LogRecord worker = make(RecordKind::kWorker);
   worker.value[0] = static_cast<std::uint64_t>(-1ll);
   v.push_back(worker);
+  LogRecord chunk = make(RecordKind::kChunk);
+  chunk.result = 1;  // the large half
+  chunk.id = 0x7'ffffull;
+  chunk.value[0] = 3;
+  v.push_back(chunk);
   LogRecord hash = make(RecordKind::kStateHash);
   hash.digest = 0xabcdef0123456789ull;
   v.push_back(hash);
@@ -385,6 +390,11 @@ TEST(RecordingLog, OtherFilesAndOtherRecordingsAreRefused) {
   EXPECT_EQ(version.code(), RecordingErrc::kVersion);
   EXPECT_NE(std::string(version.what()).find("version 9"), std::string::npos) << version.what();
 
+  // A version this reader does not know yet... and none before the first.
+  bytes[8] = 0;
+  write_bytes(future, bytes);
+  EXPECT_EQ(read_until_error(future).code(), RecordingErrc::kVersion);
+
   // A directory whose second segment belongs to another recording.
   TempDir recording;
   {
@@ -401,6 +411,78 @@ TEST(RecordingLog, OtherFilesAndOtherRecordingsAreRefused) {
   EXPECT_EQ(mismatch.code(), RecordingErrc::kMismatch);
   EXPECT_EQ(mismatch.file(), recording.path() / "log-2.rlog");
   EXPECT_NE(std::string(mismatch.what()).find("another recording"), std::string::npos) << mismatch.what();
+}
+
+LogRecord chunk_record(std::uint8_t half, std::uint64_t first, std::uint64_t count) {
+  LogRecord r = make(RecordKind::kChunk);
+  r.result = half;
+  r.id = first;
+  r.value[0] = count;
+  return r;
+}
+
+// Writes one event (on_start) with `extra` after its input, in a log of format `version`.
+std::filesystem::path write_event(const TempDir& dir, const std::string& name, std::uint32_t version,
+                                  const LogRecord& extra) {
+  const std::filesystem::path file = dir.path() / name;
+  LogHeader h = header(7);
+  h.version = version;
+  FileOfBlocks sink(file, h);
+  LogWriter writer(sink, 0);
+  writer.append(make(RecordKind::kStart));
+  writer.append(extra);
+  writer.flush();
+  return file;
+}
+
+TEST(RecordingLog, AVersion1LogIsReadAndHasNoChunkRecords) {
+  TempDir dir;
+  LogRecord now = make(RecordKind::kSystemNow);
+  now.value[0] = 5;
+  const std::filesystem::path old = write_event(dir, "old.rlog", 1, now);
+  LogReader reader(old);
+  EXPECT_EQ(reader.header().version, 1u);
+  LogRecord r;
+  ASSERT_TRUE(reader.next(r));
+  ASSERT_TRUE(reader.next(r));
+  EXPECT_EQ(r.kind, RecordKind::kSystemNow);
+  EXPECT_FALSE(reader.next(r));
+  EXPECT_EQ(LogReader(write_event(dir, "new.rlog", kRecordingFormatVersion, now)).header().version,
+            kRecordingFormatVersion);
+
+  // Version 1 had no kind 50: a chunk record in such a file is not one.
+  const RecordingError e = read_until_error(write_event(dir, "old-chunk.rlog", 1, chunk_record(0, 5, 1)));
+  EXPECT_EQ(e.code(), RecordingErrc::kCorrupt);
+  EXPECT_NE(std::string(e.what()).find("unknown record kind 50"), std::string::npos) << e.what();
+}
+
+TEST(RecordingLog, AChunkRecordOfNoHalfOrNoChunksIsCorrupt) {
+  TempDir dir;
+  const RecordingError half = read_until_error(write_event(dir, "half.rlog", 2, chunk_record(2, 5, 1)));
+  EXPECT_EQ(half.code(), RecordingErrc::kCorrupt);
+  EXPECT_NE(std::string(half.what()).find("no zone half"), std::string::npos) << half.what();
+  const RecordingError none = read_until_error(write_event(dir, "none.rlog", 2, chunk_record(1, 5, 0)));
+  EXPECT_EQ(none.code(), RecordingErrc::kCorrupt);
+  EXPECT_NE(std::string(none.what()).find("no chunks"), std::string::npos) << none.what();
+}
+
+TEST(RecordingLog, TheSegmentsOfALogShareOneFormatVersion) {
+  TempDir recording;
+  {
+    LogHeader first_header = header(8, 0);
+    first_header.version = 1;
+    FileOfBlocks first(recording.path() / "log-1.rlog", first_header);
+    LogWriter writer(first, 0);
+    writer.append(make(RecordKind::kStart));
+    writer.flush();
+    FileOfBlocks second(recording.path() / "log-2.rlog", header(8, 1));
+    LogWriter other(second, 1);
+    other.append(make(RecordKind::kStop));
+    other.flush();
+  }
+  const RecordingError e = read_until_error(recording.path());
+  EXPECT_EQ(e.code(), RecordingErrc::kMismatch);
+  EXPECT_NE(std::string(e.what()).find("format version 2 after one of version 1"), std::string::npos) << e.what();
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ struct ClassStats {
 };
 
 struct OsCallStats {
-  std::uint64_t mprotect = 0;  // made zone chunks accessible on this heap's behalf
+  std::uint64_t mprotect = 0;  // made zone chunks accessible on this heap's behalf, in this process
   std::uint64_t madvise = 0;   // gave pages back (huge frees, purges, destruction)
 };
 

@@ -30,7 +30,10 @@
 
 namespace reheap {
 
-inline constexpr std::uint32_t kRecordingFormatVersion = 1;
+// Version 2 added the chunk record; the reader reads versions 1 and 2 (a version 1 log simply
+// has no chunk records).
+inline constexpr std::uint32_t kRecordingFormatVersion = 2;
+inline constexpr std::uint32_t kOldestRecordingFormatVersion = 1;
 // A block is flushed once its body reaches this size (or when asked, e.g. before a snapshot).
 inline constexpr std::size_t kLogBlockBytes = std::size_t{64} << 10;
 
@@ -67,6 +70,10 @@ enum class RecordKind : std::uint8_t {
   kWorker = 47,      // value[0] = the worker index (as a signed value)
   kSetReading = 48,  // id = socket, value[0] = on (resume_reading) or off (pause_reading)
   kSetWriteHighWater = 49,  // id = socket, value[0] = bytes
+  // The reactor's heap took new zone chunks during the event (reheap/chunk_placement.h): result =
+  // the half (ChunkHalf), id = the first chunk's zone index, value[0] = the chunks. Not a host call:
+  // a replay takes the same chunks when its heap asks for chunks at the same point. Version 2 on.
+  kChunk = 50,
   kStateHash = 60,   // digest = hash of the heap's used pages after the event
   kEventFailed = 61, // text = hook, detail = what it threw
 };
@@ -118,6 +125,7 @@ enum class RecordingErrc : std::uint8_t {
   kNotARecording,   // no recording header
   kMismatch,        // files of different recordings or reactors, or a gap between them
   kIo,              // reading or writing failed (the message says why)
+  kChunkInUse,      // a replay must take the recorded chunks, and a live heap of this process holds one
 };
 
 class RecordingError : public std::runtime_error {
@@ -135,6 +143,9 @@ class RecordingError : public std::runtime_error {
 };
 
 struct LogHeader {
+  // The file's format version: a writer writes kRecordingFormatVersion whatever this says but for
+  // tests of older logs; a reader sets what it read (every segment of a log has the same).
+  std::uint32_t version = kRecordingFormatVersion;
   std::uint64_t recording_id = 0;
   ActorRef actor{};
   std::string build_id;            // lowercase hex of the recording program's GNU build-id

@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "log_codec.h"
+#include "reheap/chunk_placement.h"
 #include "reheap/recording_log.h"
 
 namespace reheap {
@@ -73,9 +74,11 @@ struct LogReader::State {
     }
     if (bytes.size() < kFixedHeaderBytes) fail(RecordingErrc::kTruncated, "the file header is cut short");
     const std::uint32_t version = load_fixed<std::uint32_t>(bytes.data() + 8);
-    if (version != kRecordingFormatVersion) {
+    if (version < kOldestRecordingFormatVersion || version > kRecordingFormatVersion) {
       fail(RecordingErrc::kVersion, "recording format version " + std::to_string(version) +
-                                        ", this reader knows version " + std::to_string(kRecordingFormatVersion));
+                                        ", this reader knows versions " +
+                                        std::to_string(kOldestRecordingFormatVersion) + " to " +
+                                        std::to_string(kRecordingFormatVersion));
     }
     const std::uint32_t length = load_fixed<std::uint32_t>(bytes.data() + 12);
     if (length < kFixedHeaderBytes + 8 || length > 8 + 65536 + kFixedHeaderBytes) fail(RecordingErrc::kCorrupt, "bad header length");
@@ -84,6 +87,7 @@ struct LogReader::State {
       fail(RecordingErrc::kCorrupt, "the file header's checksum does not match");
     }
     LogHeader h;
+    h.version = version;
     h.recording_id = load_fixed<std::uint64_t>(bytes.data() + 16);
     h.actor = ActorRef(load_fixed<std::uint64_t>(bytes.data() + 24));
     h.events_before = load_fixed<std::uint64_t>(bytes.data() + 32);
@@ -106,6 +110,10 @@ struct LogReader::State {
       if (h.recording_id != first_header.recording_id || h.actor != first_header.actor) {
         fail(RecordingErrc::kMismatch, "a segment of another recording (id " + std::to_string(h.recording_id) +
                                            ", expected " + std::to_string(first_header.recording_id) + ")");
+      }
+      if (h.version != first_header.version) {
+        fail(RecordingErrc::kMismatch, "a segment of format version " + std::to_string(h.version) +
+                                           " after one of version " + std::to_string(first_header.version));
       }
       if (h.events_before != event) {
         fail(RecordingErrc::kMismatch, "the segment starts after event " + std::to_string(h.events_before) +
@@ -306,6 +314,14 @@ struct LogReader::State {
       case RecordKind::kSetWriteHighWater:
         r.id = varint();
         r.value[0] = varint();
+        return;
+      case RecordKind::kChunk:
+        if (header.version < 2) break;  // unknown before version 2
+        r.result = byte();
+        if (r.result > static_cast<std::uint8_t>(ChunkHalf::kLarge)) corrupt("a chunk record of no zone half");
+        r.id = varint();
+        r.value[0] = varint();
+        if (r.value[0] == 0) corrupt("a chunk record of no chunks");
         return;
       case RecordKind::kStateHash:
         r.digest = fixed64();

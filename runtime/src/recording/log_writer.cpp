@@ -75,6 +75,7 @@ const char* to_string(RecordKind kind) noexcept {
     case RecordKind::kWorker: return "worker";
     case RecordKind::kSetReading: return "set_reading";
     case RecordKind::kSetWriteHighWater: return "set_write_high_water";
+    case RecordKind::kChunk: return "chunk";
     case RecordKind::kStateHash: return "state_hash";
     case RecordKind::kEventFailed: return "event_failed";
   }
@@ -84,7 +85,7 @@ const char* to_string(RecordKind kind) noexcept {
 std::vector<unsigned char> encode_log_header(const LogHeader& header) {
   std::vector<unsigned char> out(std::begin(detail::recording::kFileMagic),
                                  std::end(detail::recording::kFileMagic));
-  put_fixed<std::uint32_t>(out, kRecordingFormatVersion);
+  put_fixed<std::uint32_t>(out, header.version);
   const std::size_t length_at = out.size();
   put_fixed<std::uint32_t>(out, 0);  // the header's length, checksum included: filled in below
   put_fixed<std::uint64_t>(out, header.recording_id);
@@ -314,6 +315,11 @@ void LogWriter::append(const LogRecord& r) {
       out.push_back(r.value[0] != 0 ? 1 : 0);
       break;
     case RecordKind::kSetWriteHighWater:
+      put_varint(out, r.id);
+      put_varint(out, r.value[0]);
+      break;
+    case RecordKind::kChunk:
+      out.push_back(r.result);
       put_varint(out, r.id);
       put_varint(out, r.value[0]);
       break;

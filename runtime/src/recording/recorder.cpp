@@ -19,6 +19,7 @@
 #include "recorder.h"
 
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <typeinfo>
 
@@ -29,6 +30,7 @@
 #include "log_sinks.h"
 #include "recording_host.h"
 #include "reheap/byte_stream.h"
+#include "reheap/chunk_placement.h"
 #include "reheap/heap_digest.h"
 #include "reheap/heap_scope.h"
 #include "reheap/recording_log.h"
@@ -60,12 +62,13 @@ void link_or_copy(const std::filesystem::path& from, const std::filesystem::path
   if (link_error) std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
 }
 
-class ReactorRecorder final : public Recorder, private LogSink {
+class ReactorRecorder final : public Recorder, private LogSink, private ChunkPlacement {
  public:
   ReactorRecorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors)
       : options_(options), errors_(errors), writer_(*this, 0), host_(writer_, options.outputs) {}
   // The reactor is gone (teardown): what the last block holds still goes to the sink.
   ~ReactorRecorder() override {
+    if (placed_heap_ != 0) detach_chunk_placement(placed_heap_, this);
     if (stopped_ || !anchored_) return;
     HeapScope system(nullptr);
     try {
@@ -87,6 +90,14 @@ class ReactorRecorder final : public Recorder, private LogSink {
   // LogSink: a finished block goes to the current segment or the ring.
   void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
 
+  // ChunkPlacement: the heap took new zone chunks. The zone places them (first fit) as for any
+  // heap; during an event the run is written down, so that a replay takes the same one
+  // (RECORDING_FORMAT.md, "chunk"). Outside events the runtime's own bookkeeping allocates in
+  // the heap (the saved timers of a snapshot): nothing of that is replayed.
+  std::optional<std::uint64_t> place(ChunkHalf, std::uint64_t) noexcept override { return std::nullopt; }
+  void taken(const ChunkRun& run) noexcept override;
+  void refused(const ChunkRun&, const ChunkRefusal&) noexcept override {}
+
   // A new anchor after `events` events: the first, or one after a kRestart restart (file mode:
   // in a new directory restart-<k>/), or, with `rotate`, one that replaces the current anchor
   // and its log in the same directory (the file mode's bound, anchor_every_bytes).
@@ -102,6 +113,10 @@ class ReactorRecorder final : public Recorder, private LogSink {
   LogWriter writer_;
   RecordingHost host_;
   LogRecord input_;  // reused for the records written here (inputs, failures, hashes)
+  LogRecord chunk_;  // a chunk take's, which may come in the middle of another record's making
+  std::uint64_t placed_heap_ = 0;  // the heap this recorder is attached to as its ChunkPlacement
+  bool in_event_ = false;
+  bool chunk_lost_ = false;  // a chunk record could not be written (no memory): the log is not whole
   bool anchored_ = false;
   bool stopped_ = false;
   bool anchor_due_ = false;  // file mode: the log since the anchor passed anchor_every_bytes
@@ -181,6 +196,10 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events, bool rotate) {
     return false;
   }
   writer_.restart(events);
+  // The heap is attached (again) at each anchor: a kRestart restart brings a restored heap, which
+  // starts without a placement.
+  set_chunk_placement(*c->heap, this);
+  placed_heap_ = c->heap->id();
   anchor_due_ = false;
   anchor_events_ = events;
   anchored_ = true;
@@ -247,11 +266,33 @@ ReactorHost* ReactorRecorder::begin_event(const Event& event, LiveHost& live) {
   if ((!anchored_ || events != writer_.events()) && !anchor(c, events)) return &live;
   write_input(event);
   host_.bind(live);
+  in_event_ = true;
   return &host_;
 }
 
+void ReactorRecorder::taken(const ChunkRun& run) noexcept {
+  if (!in_event_ || stopped_) return;
+  // Called inside an allocation in the reactor's heap: the log is process memory.
+  HeapScope system(nullptr);
+  chunk_.clear();
+  chunk_.kind = RecordKind::kChunk;
+  chunk_.result = static_cast<std::uint8_t>(run.half);
+  chunk_.id = run.first;
+  chunk_.value[0] = run.count;
+  try {
+    writer_.append(chunk_);
+  } catch (...) {
+    chunk_lost_ = true;
+  }
+}
+
 void ReactorRecorder::end_event(Cell* c) {
+  in_event_ = false;
   if (stopped_ || !anchored_) return;
+  if (chunk_lost_) [[unlikely]] {
+    stop(c, "a chunk the reactor's heap took could not be written down (out of memory)");
+    return;
+  }
   if (host_.failed()) [[unlikely]] {
     stop(c, host_.take_failure());
     return;

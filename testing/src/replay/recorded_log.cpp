@@ -33,6 +33,11 @@ RecordedLog read_recorded_log(const std::filesystem::path& file_or_directory) {
       case RecordKind::kStateHash:
         e.state_digest = r.digest;
         break;
+      case RecordKind::kChunk:
+        // The reader has checked the half and the count; whether the run may be taken is the
+        // heap's to check when the replay names it (reheap/chunk_placement.h).
+        e.chunks.push_back(ChunkRun{static_cast<ChunkHalf>(r.result), r.id, r.value[0]});
+        break;
       case RecordKind::kEventFailed:
         e.failed = true;
         e.failed_hook = r.text;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "reheap/chunk_placement.h"
 #include "reheap/recording_log.h"
 
 namespace reheap::testing::detail {
@@ -22,7 +23,8 @@ namespace reheap::testing::detail {
 struct RecordedLogEvent {
   std::uint64_t index = 0;
   LogRecord input;                  // kStart .. kStop
-  std::vector<LogRecord> answers;   // kinds 32..47, in call order
+  std::vector<LogRecord> answers;   // kinds 32..49, in call order
+  std::vector<ChunkRun> chunks;     // kChunk: the zone chunks the heap took, in order
   std::optional<std::uint64_t> state_digest;  // kStateHash
   bool failed = false;              // kEventFailed: its hook threw
   std::string failed_hook;

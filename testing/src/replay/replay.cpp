@@ -10,6 +10,7 @@
 #include "reactor_access.h"    // runtime/src
 #include "reactor_snapshot.h"  // runtime/src: reactor_of
 #include "replay_impl.h"
+#include "reheap/chunk_placement.h"
 #include "reheap/heap_scope.h"
 #include "reheap/program_layout.h"
 #include "reheap/snapshot.h"
@@ -97,6 +98,7 @@ Replay::~Replay() {
     // Region-style, as a TestRuntime's failed reactors go: the heap is freed whole, and no
     // destructor of the reactor runs (it might send, and nothing leaves a replay).
     const HeapScope system(nullptr);
+    set_chunk_placement(*impl_->heap, nullptr);
     impl_->heap.reset();
   }
 }
@@ -195,6 +197,15 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
     }
   }
 
+  // Format version 1 did not record where the heap took new zone chunks.
+  impl->chunks = std::make_unique<detail::ChunkPlan>(header.version >= 2);
+  if (header.version < 2) {
+    impl->warnings.push_back(
+        "the log is of recording format version " + std::to_string(header.version) +
+        ", which does not say where the heap took new zone chunks: this process's zone places them, so from an "
+        "event that takes one (a first page run, a huge block, a size class past 2 MiB) the heap may lie elsewhere "
+        "and its digest differ");
+  }
   impl->host = std::make_unique<detail::ReplayHost>();
   impl->restore(first);
   return Replay(std::move(impl));
@@ -203,8 +214,10 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
 void Replay::Impl::restore(const detail::StartPoint& start) {
   const HeapScope system(nullptr);
   reactor = nullptr;
+  if (heap) set_chunk_placement(*heap, nullptr);
   heap.reset();
   heap = reheap::restore(start.file);
+  set_chunk_placement(*heap, chunks.get());
   reactor = reheap::detail::reactor_of(*heap, start.file);
   position = ReactorAccess::events(*reactor);
   stopped.clear();
@@ -318,6 +331,8 @@ ActorRef Replay::continue_in(TestRuntime& runtime) {
                            "): the reactor's state is not the recorded one");
   }
   const HeapScope system(nullptr);
+  // From here on the reactor takes new inputs: its heap's chunks go where the zone places them.
+  set_chunk_placement(*impl_->heap, nullptr);
   TestRuntime::Impl& rt = *runtime.impl_;
   const ActorRef ref = rt.admit(std::move(impl_->heap), impl_->reactor, SpawnOptions{}, true);
   // admit() readies a restored reactor for on_restored; this one is live, mid-run.

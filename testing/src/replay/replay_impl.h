@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chunk_plan.h"
 #include "recorded_log.h"
 #include "replay_host.h"
 #include "reheap/heap.h"
@@ -39,6 +40,7 @@ struct Replay::Impl {
   HeapPtr heap;
   Reactor* reactor = nullptr;
   std::unique_ptr<detail::ReplayHost> host;
+  std::unique_ptr<detail::ChunkPlan> chunks;  // attached to `heap` while the replay holds it
   std::uint64_t position = 0;
   std::optional<std::uint64_t> last_state_match;  // the last event whose digest compared equal
   std::string stopped;  // why step() refuses: a divergence or a failure happened ("" if none)

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "reheap/heap_scope.h"
 #include "reheap/recording_log.h"
@@ -33,26 +34,38 @@ std::optional<int> replay_main_if_asked(int argc, char** argv) {
   const char* program = argc > 0 ? argv[0] : "this program";
   const HeapScope system(nullptr);
   int status = 0;
+  // Warnings come from open() and, for departures from the recorded chunks, from the run too.
+  std::optional<Replay> replay;
+  std::size_t warned = 0;
+  const auto warn = [&] {
+    for (; replay && warned < replay->warnings().size(); ++warned) {
+      std::printf("warning: %s\n", replay->warnings()[warned].c_str());
+    }
+  };
   try {
-    Replay replay = Replay::open(bundle);
+    replay.emplace(Replay::open(bundle));
     std::printf("%s: replaying %s: reactor %llu, events %llu to %llu, recorded by build %s (this is build %s)\n",
-                program, bundle, static_cast<unsigned long long>(replay.reactor_ref().value()),
-                static_cast<unsigned long long>(replay.anchor_events() + 1),
-                static_cast<unsigned long long>(replay.recorded_events()),
-                replay.recorded_by_build().empty() ? "(none)" : replay.recorded_by_build().c_str(),
+                program, bundle, static_cast<unsigned long long>(replay->reactor_ref().value()),
+                static_cast<unsigned long long>(replay->anchor_events() + 1),
+                static_cast<unsigned long long>(replay->recorded_events()),
+                replay->recorded_by_build().empty() ? "(none)" : replay->recorded_by_build().c_str(),
                 program_build_id().empty() ? "(none)" : program_build_id().c_str());
-    for (const std::string& w : replay.warnings()) std::printf("warning: %s\n", w.c_str());
-    replay.run();
-    std::printf("replayed to event %llu without a failure%s\n", static_cast<unsigned long long>(replay.position()),
-                replay.failing_event() ? " (the recorded failure did not recur)" : "");
+    warn();
+    replay->run();
+    warn();
+    std::printf("replayed to event %llu without a failure%s\n", static_cast<unsigned long long>(replay->position()),
+                replay->failing_event() ? " (the recorded failure did not recur)" : "");
   } catch (const ReplayedFailure& f) {
+    warn();
     std::printf("event %llu failed in %s: %s\n  (recorded: %s: %s)\n", static_cast<unsigned long long>(f.event()),
                 f.hook().c_str(), f.exception().c_str(), f.recorded_hook().c_str(), f.recorded_what().c_str());
     status = 1;
   } catch (const Divergence& d) {
+    warn();
     std::printf("%s\n", d.what());
     status = 2;
   } catch (const std::exception& e) {
+    warn();
     std::printf("error: %s\n", e.what());
     status = 3;
   }

@@ -1,5 +1,6 @@
 // Replay: one recorded event delivered, checked and, when it departs from the recording,
 // reported (see replay.h, "Divergence" and "Failures").
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -156,6 +157,7 @@ void Replay::Impl::deliver_next() {
 
   const bool lenient = !options.check_outputs || e.failed;
   host->begin(e, *reactor, lenient);
+  chunks->begin(e);
   if (in.kind == RecordKind::kAccept) host->socket_seen(in.connection);  // the runtime minted it
   std::optional<std::string> threw;
   {
@@ -176,6 +178,18 @@ void Replay::Impl::deliver_next() {
     }
   }
   position = e.index;
+  chunks->end();
+  {
+    const HeapScope system(nullptr);
+    for (std::string& note : chunks->take_notes()) {
+      if (std::find(warnings.begin(), warnings.end(), note) == warnings.end()) warnings.push_back(std::move(note));
+    }
+  }
+  // Before anything the hook did after it: the allocation that asked for the chunk failed.
+  if (const auto& refusal = chunks->refusal()) {
+    stopped = "the recorded chunks could not be taken at event " + std::to_string(e.index);
+    detail::throw_refusal(*refusal, log.where, heap->id());
+  }
   if (!host->divergence() && !threw) host->finish();
   if (host->divergence()) throw_divergence(*host->divergence(), e);
 

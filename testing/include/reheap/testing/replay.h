@@ -67,6 +67,13 @@
 // Addresses: a restored heap comes back at its recorded addresses, so a process holds one heap of
 // a recording at a time: a replay in the recording process needs the recorded reactor gone (its
 // runtime shut down), and two Replays of one recording cannot be open at once (restore says so).
+// The zone chunks the heap took during the log (its first page run or huge block, a size class
+// past 2 MiB) are taken again, exactly, at the same point of the same event (RECORDING_FORMAT.md,
+// "Chunks"), whatever else this process's zone holds; one that a live heap of this process holds
+// stops the replay at that event with RecordingError kChunkInUse (naming the chunk, the heap and
+// the event), and one outside its half of the zone with kCorrupt: the replay never takes another
+// heap's memory. A log of format version 1 does not say where chunks went: they are placed as for
+// any heap, and warnings() says so. After continue_in, the zone places the reactor's chunks.
 //
 // Threading: a Replay and its reactor belong to the thread that opened it.
 #pragma once
