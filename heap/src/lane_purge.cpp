@@ -23,7 +23,7 @@
 namespace reheap::detail {
 namespace {
 
-// Lane number of a block of class `cls` counting from the class's first lane: (ordinal, group).
+// A class block's lane, numbered in its class's carving order: chunk ordinal, then group.
 std::uint64_t lane_number(std::uintptr_t a) noexcept {
   const ChunkHeader* chunk = class_header(ZoneImpl::chunk_base(a));
   return std::uint64_t{chunk->ordinal} * kGroupsPerChunk + ((a >> kGroupShift) & (kGroupsPerChunk - 1));
@@ -53,7 +53,9 @@ std::size_t purge_class(HeapState* h, unsigned cls, ChunkHeader* const* chunks, 
   auto* free_in = static_cast<std::uint32_t*>(std::calloc(lanes, sizeof(std::uint32_t)));
   if (free_in == nullptr) return 0;  // no memory to plan with: purge nothing this time
   // The walk stops past `carved` blocks: a longer list has a cycle (a release build's double free
-  // that was not at the list's head), and nothing of such a class is purged.
+  // that was not at the list's head: a block's one link cannot be in two places, so a block twice
+  // on the list always makes a cycle), and nothing of such a class is purged, which keeps such a
+  // block's lane, live neighbours included, from being counted whole.
   std::uint64_t walked = 0;
   std::size_t whole = 0;
   for (void* p = h->free[cls]; p != nullptr; p = *static_cast<void**>(p)) {
