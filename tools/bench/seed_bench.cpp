@@ -10,7 +10,8 @@
 //
 // One source, one executable per allocator (CMakeLists.txt), as alloc_bench does: the plain
 // `new` lines measure whatever allocator the executable links. The reheap executable runs them
-// inside a HeapScope of a fresh heap (and a pool is a Heap); the glibc executable also runs the
+// inside a HeapScope of a fresh heap (and a pool is a Heap), and again, labelled "reheap, one
+// heap", all four in one heap made before them; the glibc executable also runs the
 // pool libraries of seed 000: boost::object_pool, boost::pool<>, std::pmr pools. The "Small" and
 // "Big" lines keep the objects' addresses in an array made before the clock starts and free them
 // after it stops, so that every allocator gets its memory back the same way (seed 000 leaves the
@@ -68,8 +69,15 @@ void report(const std::string& line, const char* alloc, double value, const char
 
 double ms_since(const bench::Stopwatch& sw) { return static_cast<double>(sw.elapsed().ns) / 1e6; }
 
-// What runs the plain-`new` lines: a fresh reheap heap made current, or nothing. `retain` false:
-// the heap keeps no freed huge block (zone.h, "Retention"), as before retention.
+#ifdef SEED_BENCH_REHEAP
+// The heap of the "reheap, one heap" lines: one for all of them, as a process has one malloc heap
+// (or a reactor its one heap), made before the first of them.
+reheap::Heap* g_shared_heap = nullptr;
+#endif
+
+// What runs the plain-`new` lines: a fresh reheap heap made current (the shared one while
+// g_shared_heap is set), or nothing. `retain` false: the heap keeps no freed huge block (zone.h,
+// "Retention"), as before retention.
 struct AllocatorScope {
   explicit AllocatorScope([[maybe_unused]] bool retain = true) {
 #ifdef SEED_BENCH_REHEAP
@@ -77,7 +85,8 @@ struct AllocatorScope {
 #endif
   }
 #ifdef SEED_BENCH_REHEAP
-  reheap::HeapPtr heap = reheap::Heap::create();
+  reheap::HeapPtr own = g_shared_heap != nullptr ? nullptr : reheap::Heap::create();
+  reheap::Heap* heap = g_shared_heap != nullptr ? g_shared_heap : own.get();
   reheap::HeapScope scope{*heap};
 #endif
 };
@@ -292,6 +301,15 @@ int main(int argc, char** argv) {
     for (bool with_free : {false, true}) new_line<Small>(alloc, "Small", with_free, small);
     for (bool with_free : {false, true}) new_line<Big>(alloc, "Big", with_free, big);
     new_pools(alloc);
+#ifdef SEED_BENCH_REHEAP
+    // The same four lines in one heap: each line's freed blocks wait on that heap's free lists for
+    // the next line of their size, as they wait in any malloc's heap for the next allocation.
+    reheap::HeapPtr shared = reheap::Heap::create();
+    g_shared_heap = shared.get();
+    for (bool with_free : {false, true}) new_line<Small>("reheap, one heap", "Small", with_free, small);
+    for (bool with_free : {false, true}) new_line<Big>("reheap, one heap", "Big", with_free, big);
+    g_shared_heap = nullptr;
+#endif
   }
   if (only == "cr") new_pools(alloc);
   if (only == "pools") pool_libraries();
