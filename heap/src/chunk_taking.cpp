@@ -72,7 +72,9 @@ std::uintptr_t take_chunks(HeapState* h, Half half, std::size_t count) noexcept 
 }
 
 void note_created(const HeapState* h, std::uint64_t mprotect_calls) noexcept {
-  zone().taking(h->id) = ZoneImpl::ChunkTaking{h->id, mprotect_calls, nullptr};
+  // A recycled heap made no call, and the record there (an earlier heap's, told apart by its id)
+  // is left alone: writing it would bring a cold line of the zone's table into every spawn.
+  if (mprotect_calls != 0) zone().taking(h->id) = ZoneImpl::ChunkTaking{h->id, mprotect_calls, nullptr};
 }
 
 std::uint64_t mprotect_calls(const HeapState* h) noexcept {

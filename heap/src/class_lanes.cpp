@@ -41,11 +41,12 @@ ChunkHeader* add_class_chunk(HeapState* h, unsigned carving) noexcept {
 
 REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
   if (h->id == kNoHeapId) return nullptr;
+  ClassCursor& k = h->cursor[cls];
   // Lanes given back by a purge first (lane_purge.cpp): their address space is the heap's already.
-  if (h->purged_lanes[cls] != 0) {
+  // A class that never carved has none, and a new heap's first blocks skip the state's cold line.
+  if (k.chunk != nullptr && h->purged_lanes[cls] != 0) {
     if (void* p = revive_purged_lane(h, cls)) return p;
   }
-  ClassCursor& k = h->cursor[cls];
   const std::size_t size = kClassSize[cls];
   if (k.chunk == nullptr || k.cur + size > lane_start(k, cls) + kLaneSize) {
     // The lane is used up (or the class never carved): move to the next lane.
