@@ -128,7 +128,10 @@ void* revive_purged_lane(HeapState* h, unsigned cls) noexcept {
   ChunkHeader* c = h->class_head;
   while (c != nullptr && c->ordinal < kPurgeMapChunks && map[c->ordinal].lanes[cls] == 0) c = c->next;
   if (c == nullptr || c->ordinal >= kPurgeMapChunks) return nullptr;  // the count was stale: none
-  if (!charge(h, bytes, Charge::kAllocation, cls)) return nullptr;
+  // An attempt: near its limit the heap carves a page of new lane instead (carving charges a page
+  // at a time, with the reclaim and the failure count of a real refusal), rather than count a
+  // refusal for an allocation that may still succeed.
+  if (!charge(h, bytes, Charge::kAttempt)) return nullptr;
   const auto group = static_cast<std::uint32_t>(std::countr_zero(map[c->ordinal].lanes[cls]));
   map[c->ordinal].lanes[cls] &= ~(std::uint32_t{1} << group);
   --h->purged_lanes[cls];

@@ -150,6 +150,22 @@ TEST(LanePurge, OnlyLanesWithNoLiveBlockArePurged) {
   for (char* p : kept) EXPECT_TRUE(resident(p)) << "a lane with a live block lost its pages";
 }
 
+TEST(LanePurge, NearItsLimitTheHeapCarvesAPageRatherThanCountARefusedLane) {
+  Burst b;
+  ASSERT_GT(b.heap->purge_free_lanes(), 0u);
+  const HeapStats purged = b.heap->stats();
+  // Room for a few pages, not for a whole lane: the class carves where its cursor is.
+  b.heap->set_limit(purged.committed_bytes + 4 * 4096);
+  std::size_t made = 0;
+  while (made < 100'000 && b.heap->allocate(kSize) != nullptr) ++made;
+  const HeapStats s = b.heap->stats();
+  EXPECT_GE(made, 4 * 4096 / kSize - 1) << "the pages under the limit were carved";
+  EXPECT_LT(made, 100'000u);
+  EXPECT_EQ(s.failed_allocations, 1u) << "one refusal, the last allocation's, counted once";
+  EXPECT_EQ(s.classes[class_of(kSize)].purged_blocks, purged.classes[class_of(kSize)].purged_blocks);
+  EXPECT_LE(s.committed_bytes, s.limit_bytes);
+}
+
 TEST(LanePurge, AClassWithPurgedLanesIsResetWhenTheLimitNeedsItsPages) {
   Burst b;
   ASSERT_GT(b.heap->purge_free_lanes(), 0u);
