@@ -216,8 +216,9 @@ std::size_t purge_free_runs(HeapState* h) noexcept;
 // class's cursor none of whose blocks is live and returns the bytes given back; like
 // purge_free_runs it changes bytes a digest reads. revive_purged_lane puts the lowest purged lane
 // of `cls` back on its free list and returns its first block, handed out (null: none, or the lane
-// would pass the limit: the caller carves instead). forget_purged_lanes clears the class's marks (its lanes are being discarded).
-// purge_map is the heap's map; purged_blocks the class's blocks in purged lanes.
+// would pass the limit: the caller carves instead). forget_purged_lanes clears the class's marks
+// (its lanes are being discarded). purge_map is the heap's map; purged_blocks the class's blocks
+// in purged lanes.
 std::size_t purge_free_lanes(HeapState* h) noexcept;
 void* revive_purged_lane(HeapState* h, unsigned cls) noexcept;
 void forget_purged_lanes(HeapState* h, unsigned cls) noexcept;

@@ -315,6 +315,19 @@ void write_bytes(const std::filesystem::path& file, const std::vector<unsigned c
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
+// A recording directory of two segments, a start in the first and a stop in the second.
+void write_two_segments(const std::filesystem::path& dir, const LogHeader& first_header,
+                        const LogHeader& second_header) {
+  FileOfBlocks first(dir / "log-1.rlog", first_header);
+  LogWriter writer(first, 0);
+  writer.append(make(RecordKind::kStart));
+  writer.flush();
+  FileOfBlocks second(dir / "log-2.rlog", second_header);
+  LogWriter other(second, 1);
+  other.append(make(RecordKind::kStop));
+  other.flush();
+}
+
 // Reads the whole log; returns the error it ends with.
 RecordingError read_until_error(const std::filesystem::path& file) {
   try {
@@ -397,16 +410,7 @@ TEST(RecordingLog, OtherFilesAndOtherRecordingsAreRefused) {
 
   // A directory whose second segment belongs to another recording.
   TempDir recording;
-  {
-    FileOfBlocks first(recording.path() / "log-1.rlog", header(5, 0));
-    LogWriter writer(first, 0);
-    writer.append(make(RecordKind::kStart));
-    writer.flush();
-    FileOfBlocks second(recording.path() / "log-2.rlog", header(6, 1));
-    LogWriter other(second, 1);
-    other.append(make(RecordKind::kStop));
-    other.flush();
-  }
+  write_two_segments(recording.path(), header(5, 0), header(6, 1));
   const RecordingError mismatch = read_until_error(recording.path());
   EXPECT_EQ(mismatch.code(), RecordingErrc::kMismatch);
   EXPECT_EQ(mismatch.file(), recording.path() / "log-2.rlog");
@@ -468,18 +472,9 @@ TEST(RecordingLog, AChunkRecordOfNoHalfOrNoChunksIsCorrupt) {
 
 TEST(RecordingLog, TheSegmentsOfALogShareOneFormatVersion) {
   TempDir recording;
-  {
-    LogHeader first_header = header(8, 0);
-    first_header.version = 1;
-    FileOfBlocks first(recording.path() / "log-1.rlog", first_header);
-    LogWriter writer(first, 0);
-    writer.append(make(RecordKind::kStart));
-    writer.flush();
-    FileOfBlocks second(recording.path() / "log-2.rlog", header(8, 1));
-    LogWriter other(second, 1);
-    other.append(make(RecordKind::kStop));
-    other.flush();
-  }
+  LogHeader first_header = header(8, 0);
+  first_header.version = 1;
+  write_two_segments(recording.path(), first_header, header(8, 1));
   const RecordingError e = read_until_error(recording.path());
   EXPECT_EQ(e.code(), RecordingErrc::kMismatch);
   EXPECT_NE(std::string(e.what()).find("format version 2 after one of version 1"), std::string::npos) << e.what();

@@ -242,6 +242,34 @@ std::uint64_t event_of(Take take) {
   return 0;
 }
 
+// The chunk index of `recording`'s nth record of a chunk of the large half (0: none).
+std::uint64_t large_chunk_record(const std::filesystem::path& recording, std::size_t nth) {
+  reheap::LogReader reader(recording);
+  LogRecord r;
+  while (reader.next(r)) {
+    if (r.kind == RecordKind::kChunk && r.result == static_cast<std::uint8_t>(ChunkHalf::kLarge) && nth-- == 0) {
+      return r.id;
+    }
+  }
+  return 0;
+}
+
+// Forges `recording` into `forged` with its nth record of a chunk of the large half naming chunk
+// `id` instead; false if the log has no such record.
+bool name_large_chunk(const std::filesystem::path& recording, const std::filesystem::path& forged,
+                      std::size_t nth, std::uint64_t id) {
+  bool named = false;
+  forge(recording, forged, [&](LogRecord& r) {
+    if (r.kind == RecordKind::kChunk && r.result == static_cast<std::uint8_t>(ChunkHalf::kLarge) && !named &&
+        nth-- == 0) {
+      r.id = id;
+      named = true;
+    }
+    return true;
+  });
+  return named;
+}
+
 // Replays `recording` to its end and returns the RecordingError that stops it.
 RecordingError replay_until_refused(const std::filesystem::path& recording) {
   Replay replay = Replay::open(recording);
@@ -295,15 +323,8 @@ TEST(ReplayChunks, ARecordedChunkThatAnotherHeapHoldsStopsTheReplayAndThatHeapIs
   const GrowerRun run = record_grower(dir.path());
   const std::uint64_t before = bystander.digest();
   const std::uint64_t target = chunk_index(bystander.run);
-  bool named = false;
-  forge(run.recording, forged.path(), [&](LogRecord& r) {
-    if (r.kind == RecordKind::kChunk && r.result == static_cast<std::uint8_t>(ChunkHalf::kLarge) && !named) {
-      r.id = target;  // the first page run's chunk: the bystander's instead
-      named = true;
-    }
-    return true;
-  });
-  ASSERT_TRUE(named);
+  // The first page run's chunk: the bystander's instead.
+  ASSERT_TRUE(name_large_chunk(run.recording, forged.path(), 0, target));
   const RecordingError e = replay_until_refused(forged.path());
   EXPECT_EQ(e.code(), RecordingErrc::kChunkInUse);
   EXPECT_EQ(e.event(), event_of(kPageRun));
@@ -322,19 +343,10 @@ TEST(ReplayChunks, ARecordedChunkTheReplayedHeapHoldsItselfStopsTheReplay) {
   TempDir dir;
   TempDir forged;
   const GrowerRun run = record_grower(dir.path());
-  std::uint64_t page_run_chunk = 0;
-  bool named = false;
-  forge(run.recording, forged.path(), [&](LogRecord& r) {
-    if (r.kind != RecordKind::kChunk || r.result != static_cast<std::uint8_t>(ChunkHalf::kLarge)) return true;
-    if (page_run_chunk == 0) {
-      page_run_chunk = r.id;
-    } else if (!named) {
-      r.id = page_run_chunk;  // the huge block's run: the page run's chunk, which the heap holds
-      named = true;
-    }
-    return true;
-  });
-  ASSERT_TRUE(named);
+  // The huge block's run: the page run's chunk, which the heap holds.
+  const std::uint64_t page_run_chunk = large_chunk_record(run.recording, 0);
+  ASSERT_NE(page_run_chunk, 0u);
+  ASSERT_TRUE(name_large_chunk(run.recording, forged.path(), 1, page_run_chunk));
   const RecordingError e = replay_until_refused(forged.path());
   EXPECT_EQ(e.code(), RecordingErrc::kChunkInUse);
   EXPECT_EQ(e.event(), event_of(kHuge));
@@ -350,15 +362,7 @@ TEST(ReplayChunks, ARecordedChunkOutsideItsHalfOfTheZoneIsACorruptLog) {
   for (const std::uint64_t first : {std::uint64_t{0}, chunks, std::uint64_t{1} << 62}) {
     SCOPED_TRACE("chunk " + std::to_string(first));
     TempDir forged;
-    bool named = false;
-    forge(run.recording, forged.path(), [&](LogRecord& r) {
-      if (r.kind == RecordKind::kChunk && r.result == static_cast<std::uint8_t>(ChunkHalf::kLarge) && !named) {
-        r.id = first;
-        named = true;
-      }
-      return true;
-    });
-    ASSERT_TRUE(named);
+    ASSERT_TRUE(name_large_chunk(run.recording, forged.path(), 0, first));
     const RecordingError e = replay_until_refused(forged.path());
     EXPECT_EQ(e.code(), RecordingErrc::kCorrupt);
     EXPECT_EQ(e.event(), event_of(kPageRun));

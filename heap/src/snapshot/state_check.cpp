@@ -126,18 +126,23 @@ class StateCheck {
     if (s.purge_map_pages > kPurgeMapMaxPages) bad("the purge map's page count");
     map_ = reinterpret_cast<const LanePurgeMap*>(first + kHeaderLane * kLaneSize + kPurgeMapOffset);
     const std::size_t in_pages = std::size_t{s.purge_map_pages} * kPageSize / sizeof(LanePurgeMap);
+    // The lanes behind each class's cursor. A cursor naming no chunk of the heap is refused by
+    // check_class; here it has none behind it.
+    std::uint64_t behind[kNumClasses] = {};
+    for (unsigned cls = 0; cls < kNumClasses; ++cls) {
+      const ClassCursor& k = s.cursor[cls];
+      if (std::find(class_chunks_.begin(), class_chunks_.end(), k.chunk) != class_chunks_.end()) {
+        behind[cls] = std::uint64_t{k.chunk->ordinal} * kGroupsPerChunk + k.group;
+      }
+    }
     std::uint64_t marked[kNumClasses] = {};
     for (std::uint32_t o = 0; o < kPurgeMapChunks; ++o) {
       const bool may_mark = o < class_chunks_.size() && o < in_pages;
       for (unsigned cls = 0; cls < kNumClasses; ++cls) {
         const std::uint32_t bits = map_[o].lanes[cls];
         if (bits == 0) continue;
-        // A cursor naming no chunk of the heap is refused by check_class; here it marks nothing.
-        const ClassCursor& k = s.cursor[cls];
-        const bool own = std::find(class_chunks_.begin(), class_chunks_.end(), k.chunk) != class_chunks_.end();
-        const std::uint64_t behind = own ? std::uint64_t{k.chunk->ordinal} * kGroupsPerChunk + k.group : 0;
         const std::uint64_t last = std::uint64_t{o} * kGroupsPerChunk + 31 - static_cast<unsigned>(std::countl_zero(bits));
-        if (!may_mark || last >= behind) {
+        if (!may_mark || last >= behind[cls]) {
           bad("the purge map marks a lane of size class " + std::to_string(cls) +
               " that is not behind its cursor (class chunk " + std::to_string(o) + ")");
         }
@@ -229,22 +234,15 @@ class StateCheck {
     if (!carve_found) bad("the large chunk carved from is not one of the heap's large chunks");
     if (chunks != s.large_chunks) bad("the large chunk count");
     if (s.held_run != nullptr) {
-      // The held run (page_runs.cpp) is a run of a large chunk the page table says is allocated,
-      // in no live count.
-      const auto a = reinterpret_cast<std::uintptr_t>(s.held_run);
-      const std::uintptr_t base = align_down(a - h_.zone_base, kChunkSize) + h_.zone_base;
-      if (a % kPageSize != 0 || !listed_as(a, ChunkUse::kLarge)) bad("the held page run is not in a large chunk");
-      const ChunkHeader* c = large_header(base);
-      const std::size_t page = (a - base) >> kPageShift;
-      const std::uint16_t head = page < kFirstRunPage || page >= c->frontier ? 0 : page_table(const_cast<ChunkHeader*>(c))[page];
-      const std::size_t length = head & kRunLength;
-      if ((head & kRunHead) == 0 || (head & kRunFree) != 0 || length > kHeldRunMaxPages ||
-          std::find(allocated_runs_.begin(), allocated_runs_.end(), a) == allocated_runs_.end()) {
-        bad("the held page run is not an allocated run of at most " + std::to_string(kHeldRunMaxPages) + " pages");
+      // The held run (page_runs.cpp) is an allocated run the page tables above tiled, in no live
+      // count: check_page_table noted its length when it met the run's head.
+      if (held_run_length_ == 0 || held_run_length_ > kHeldRunMaxPages) {
+        bad("the held page run is not an allocated run of at most " + std::to_string(kHeldRunMaxPages) +
+            " pages of a large chunk");
       }
-      if (s.held_run_pages != length) bad("the held page run's length");
+      if (s.held_run_pages != held_run_length_) bad("the held page run's length");
       live_blocks -= 1;
-      live_pages -= length;
+      live_pages -= held_run_length_;
     } else if (s.held_run_pages != 0) {
       bad("the held page run's length");
     }
@@ -286,7 +284,9 @@ class StateCheck {
       } else {
         ++*live_blocks;
         *live_pages += length;
-        if (length <= kHeldRunMaxPages) allocated_runs_.push_back(reinterpret_cast<std::uintptr_t>(c) + p * kPageSize);
+        if (reinterpret_cast<std::uintptr_t>(c) + p * kPageSize == reinterpret_cast<std::uintptr_t>(state_->held_run)) {
+          held_run_length_ = length;
+        }
       }
       previous_free = free;
       p += length;
@@ -422,7 +422,7 @@ class StateCheck {
   std::vector<char> seen_;  // by position in h_.chunks: reached through a chunk list
   std::vector<const ChunkHeader*> class_chunks_;  // by ordinal
   std::vector<std::uintptr_t> free_runs_;         // first pages of free large runs
-  std::vector<std::uintptr_t> allocated_runs_;    // first pages of allocated runs a held run may be
+  std::size_t held_run_length_ = 0;  // pages of the allocated run the state holds (0: none met)
   std::size_t large_committed_ = 0;
   std::uintptr_t last_class_chunk_ = 0;  // a listed class chunk a free block was found in (0: none yet)
 };
