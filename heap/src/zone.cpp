@@ -393,8 +393,9 @@ void ZoneImpl::uncache_locked(std::size_t i) noexcept {
   ++in_use_[0];
 }
 
-std::uintptr_t ZoneImpl::reuse(std::size_t delay, HeapId* id) noexcept {
+std::uintptr_t ZoneImpl::reuse(std::size_t delay, HeapId* id, std::uintptr_t* next) noexcept {
   std::lock_guard lock(mutex_);
+  *next = 0;
   while (cache_length_ > delay) {
     const std::size_t i = pop_cache_head_locked().chunk;
     if (!test(cached_, i)) continue;  // a restore took it
@@ -404,6 +405,7 @@ std::uintptr_t ZoneImpl::reuse(std::size_t delay, HeapId* id) noexcept {
     *id = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
     set_bits(restored_, i, 1, false);
     g_zone.owners.load(std::memory_order_relaxed)[i].store(*id, std::memory_order_relaxed);
+    if (cache_length_ > delay) *next = chunk_address(cache_ring_[cache_head_].chunk);
     return chunk_address(static_cast<std::uint32_t>(i));
   }
   return 0;

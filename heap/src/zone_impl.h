@@ -26,6 +26,7 @@
 #include <mutex>
 
 #include "layout.h"
+#include "reheap/brief_lock.h"
 #include "reheap/zone.h"
 
 namespace reheap {
@@ -151,7 +152,9 @@ class ZoneImpl {
   enum class Cached { kYes, kOverBound, kNoRoom };  // kNoRoom: not cached, nothing changed
   Cached cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes, std::size_t heaps,
                std::size_t bytes) noexcept;
-  std::uintptr_t reuse(std::size_t delay, HeapId* id) noexcept;
+  // `*next`: the chunk the following reuse would take if nothing changes before it (0: none), for
+  // the caller to prefetch.
+  std::uintptr_t reuse(std::size_t delay, HeapId* id, std::uintptr_t* next) noexcept;
   std::size_t pop_cached(std::size_t keep_heaps, std::size_t keep_bytes, CachedChunk* out,
                          std::size_t capacity) noexcept;
   std::size_t retained_bytes() const noexcept { return retained_.load(std::memory_order_relaxed); }
@@ -249,7 +252,7 @@ class ZoneImpl {
   void evict_locked(std::size_t keep, int half) noexcept;
   void compact_fifo_locked() noexcept;
 
-  mutable std::mutex mutex_;
+  mutable BriefLock mutex_;
   std::atomic<bool> reserved_{false};
   ZoneConfig config_{};
   std::size_t chunks_ = 0;        // in the whole zone

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cell.h"
+#include "reheap/brief_lock.h"
 
 namespace reheap::detail {
 
@@ -81,7 +82,7 @@ class CellTable {
   std::uint64_t drain(Cell* c) noexcept;
 
   std::atomic<Cell*> blocks_[kMaxBlocks] = {};
-  std::mutex mutex_;
+  BriefLock mutex_;  // taken at every spawn and stop, from any thread
   std::vector<std::uint32_t> free_;  // under mutex_; may hold slots taken by acquire_for
   std::vector<bool> in_use_;         // under mutex_
   std::uint32_t created_ = 0;        // under mutex_
