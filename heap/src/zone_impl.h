@@ -252,7 +252,7 @@ class ZoneImpl {
   void evict_locked(std::size_t keep, int half) noexcept;
   void compact_fifo_locked() noexcept;
 
-  mutable BriefLock mutex_;
+  alignas(64) mutable BriefLock mutex_;  // on a line of its own: every spawn and stop writes it
   std::atomic<bool> reserved_{false};
   ZoneConfig config_{};
   std::size_t chunks_ = 0;        // in the whole zone
@@ -288,7 +288,7 @@ class ZoneImpl {
   std::size_t start_hint_[2] = {0, 0};  // no free chunk in [start_, start_hint_)
   std::size_t accessible_end_[2] = {0, 0};
   std::size_t in_use_[2] = {0, 0};
-  std::atomic<std::size_t> live_heaps_{0};
+  alignas(64) std::atomic<std::size_t> live_heaps_{0};
   std::atomic<std::size_t> ignored_frees_{0};
 };
 

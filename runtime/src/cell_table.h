@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -80,10 +81,13 @@ class CellTable {
   Cell* acquire_locked(std::uint64_t* dead);  // under mutex_
   void grow_to(std::uint32_t slots);  // under mutex_
   std::uint64_t drain(Cell* c) noexcept;
+  void prefetch_cell(std::uint32_t slot) const noexcept;
 
   std::atomic<Cell*> blocks_[kMaxBlocks] = {};
-  BriefLock mutex_;  // taken at every spawn and stop, from any thread
-  std::vector<std::uint32_t> free_;  // under mutex_; may hold slots taken by acquire_for
+  alignas(64) BriefLock mutex_;  // taken at every spawn and stop, from any thread
+  // Under mutex_; may hold slots taken by acquire_for. Oldest first: a slot waits for every other
+  // free one before it is reused, so its lines have left the cache of the worker that freed it.
+  std::deque<std::uint32_t> free_;
   std::vector<bool> in_use_;         // under mutex_
   std::uint32_t created_ = 0;        // under mutex_
   std::atomic<std::size_t> live_{0};
