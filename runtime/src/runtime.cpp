@@ -421,7 +421,10 @@ RuntimeStats Runtime::stats() const noexcept {
   s.recording_errors = impl_->recording_errors.load(std::memory_order_relaxed);
   s.accept_errors = impl_->accept_errors.load(std::memory_order_relaxed);
   s.placement_moves = impl_->placement_moves.load(std::memory_order_relaxed);
-  for (const auto& w : impl_->workers) s.wakeups += w->wakeups.load(std::memory_order_relaxed);
+  for (const auto& w : impl_->workers) {
+    s.wakeups += w->wakeups.load(std::memory_order_relaxed);
+    s.idle_purges += w->idle_purges.load(std::memory_order_relaxed);
+  }
   return s;
 }
 

@@ -197,7 +197,8 @@ void Worker::on_prepare(uv_prepare_t* handle) {
       }
     }
   }
-  if (!w->cells_.empty() || reheap::Zone::heap_cache_bytes() != 0) {
+  if (w->ran_cells_ && (!w->cells_.empty() || reheap::Zone::heap_cache_bytes() != 0)) {
+    w->ran_cells_ = false;
     uv_timer_start(&w->purge_timer_, &Worker::on_purge, kPurgeAfterIdleMs, 0);
   }
   w->sleeping_.store(true, std::memory_order_seq_cst);
@@ -215,6 +216,7 @@ void Worker::on_prepare(uv_prepare_t* handle) {
 void Worker::on_purge(uv_timer_t* handle) {
   reheap::Zone::purge_heap_cache();
   auto* w = static_cast<Worker*>(handle->data);
+  w->idle_purges.fetch_add(1, std::memory_order_relaxed);
   const bool retained = reheap::Zone::retained_resident_bytes() != 0;
   for (Cell* c : w->cells_) {
     if (c->heap == nullptr) continue;
@@ -266,6 +268,7 @@ void Worker::turn() {
       outbox_.forget_fed();
       run_cell(c);
       ++runs;
+      ran_cells_ = true;
       // A run that fed a consumer on this worker at least a batch (a stream, a fan-in) lets it
       // catch up now, before the rest of the pass, rather than at its place in the queue, which
       // may be behind every other producer. Its backlog is then handled while it is in the cache

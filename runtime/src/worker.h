@@ -154,6 +154,7 @@ class Worker {
     consumed.store(consumed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
   std::atomic<std::uint64_t> wakeups{0};
+  std::atomic<std::uint64_t> idle_purges{0};  // on_purge runs (RuntimeStats::idle_purges)
   // The reactors living here (cells().size()), read by other workers' placement (placement.h).
   std::atomic<std::uint32_t> population{0};
 
@@ -209,10 +210,13 @@ class Worker {
   uv_idle_t idle_{};
   uv_prepare_t prepare_{};
   uv_check_t check_{};
-  // Gives the thread's cached heaps back to the OS once the worker has slept this long (zone.h,
-  // "Recycling"): restarted each time the worker goes to sleep holding some.
+  // Purges once the worker has slept this long after running reactors (on_purge): restarted each
+  // time it goes to sleep after a turn that ran one (ran_cells_), and left alone by a wake-up that
+  // ran none (a monitor's Runtime::stats, a command), which would otherwise keep it from firing
+  // and, once it had, make it fire again for nothing.
   static constexpr std::uint64_t kPurgeAfterIdleMs = 500;
   uv_timer_t purge_timer_{};
+  bool ran_cells_ = false;  // since purge_timer_ was last started
   bool idle_active_ = false;
   bool in_event_ = false;
   Cell* running_ = nullptr;  // the cell run_cell is running

@@ -123,8 +123,6 @@ TEST(RetentionRuntime, AnIdleWorkerGivesBackAFreedBurstOfSmallObjects) {
   ASSERT_TRUE(rt.wait_idle());
   const ReactorStats burst = rt.stats(r);
   EXPECT_GE(burst.heap_committed_bytes, 32 * MiB) << "the freed burst is still committed";
-  // Runtime::stats runs on the reactor's worker and so wakes it: ask seldom, or the worker never
-  // stays asleep the half second after which it purges.
   ReactorStats idle = burst;
   for (int i = 0; i < 6 && idle.heap_committed_bytes > 4 * MiB; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(800));
@@ -135,6 +133,50 @@ TEST(RetentionRuntime, AnIdleWorkerGivesBackAFreedBurstOfSmallObjects) {
   ASSERT_EQ(rt.send(r, Again{}), SendResult::kOk);
   ASSERT_TRUE(done.wait_for(2));
   EXPECT_EQ(done.value(), 2u) << "a live object changed";
+  rt.stop(r);
+}
+
+// A monitor asking for a reactor's stats wakes its worker (the stats are read there), but that
+// is not work: the worker still purges half a second after its reactors last ran.
+TEST(RetentionRuntime, AMonitorPollingStatsDoesNotKeepTheWorkerFromPurging) {
+  Runtime rt(RuntimeConfig{.workers = 1});
+  Probe done;
+  const ActorRef r = rt.spawn<SmallBurst>(&done);
+  ASSERT_TRUE(done.wait_for(1));
+  ASSERT_TRUE(rt.wait_idle());
+  const ReactorStats burst = rt.stats(r);
+  ASSERT_GE(burst.heap_committed_bytes, 32 * MiB) << "the freed burst is still committed";
+  ReactorStats polled = burst;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (polled.heap_committed_bytes > 4 * MiB && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    polled = rt.stats(r);
+  }
+  EXPECT_LE(polled.heap_committed_bytes, 4 * MiB) << "polled every 100 ms, the worker never purged";
+  EXPECT_EQ(polled.heap_live_bytes, burst.heap_live_bytes);
+  rt.stop(r);
+}
+
+// A purge finds nothing new to give back until the reactors run again, so the worker purges once
+// per idle spell: a monitor that keeps waking an idle runtime does not make it purge over and over.
+TEST(RetentionRuntime, AWorkerPurgesOncePerIdleSpellNotAtEveryWakeUp) {
+  Runtime rt(RuntimeConfig{.workers = 1});
+  Probe done;
+  const ActorRef r = rt.spawn<SmallBurst>(&done);
+  ASSERT_TRUE(done.wait_for(1));
+  ASSERT_TRUE(rt.wait_idle());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(rt.stats().idle_purges, 1u) << "one purge half a second after the reactor ran";
+  for (int i = 0; i < 12; ++i) {  // woken every 100 ms for 1.2 s, with nothing to run
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    static_cast<void>(rt.stats(r));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_EQ(rt.stats().idle_purges, 1u) << "purged again without any reactor having run";
+  ASSERT_EQ(rt.send(r, Again{}), SendResult::kOk);
+  ASSERT_TRUE(done.wait_for(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(rt.stats().idle_purges, 2u) << "the reactor ran again: one more purge";
   rt.stop(r);
 }
 

@@ -119,6 +119,9 @@ struct RuntimeStats {
   std::uint64_t recording_errors = 0;    // recordings stopped by an error (a full disk, ...)
   std::uint64_t accept_errors = 0;       // connections a listener failed to accept (on_accept_error)
   std::uint64_t placement_moves = 0;     // moves the placement policy made (not Runtime::move's)
+  // Times a worker gave freed memory back to the OS after sleeping half a second since its
+  // reactors last ran (zone.h, "Retention"); once per such idle spell, however often it is woken.
+  std::uint64_t idle_purges = 0;
 };
 
 struct ReactorRestoreOptions {
