@@ -111,7 +111,6 @@ void ZoneImpl::reserve_locked() {
   fifo_ = static_cast<QuarantinedRun*>(os::map_table(chunks_ * sizeof(QuarantinedRun)));
   released_ = static_cast<std::uint32_t*>(os::map_table(chunks_ * sizeof(std::uint32_t)));
   restored_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
-  cached_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
   retained_pages_ = static_cast<std::uint32_t*>(os::map_table(class_chunks_ * sizeof(std::uint32_t)));
   cache_ring_ = static_cast<CachedChunk*>(os::map_table((kMaxCachedHeaps + 1) * sizeof(CachedChunk)));
   observers_ = static_cast<std::atomic<ChunkObserver*>*>(
@@ -120,7 +119,7 @@ void ZoneImpl::reserve_locked() {
   taking_ = static_cast<ChunkTaking*>(os::map_table(class_chunks_ * sizeof(ChunkTaking)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
       generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
-      restored_ == nullptr || cached_ == nullptr || retained_pages_ == nullptr ||
+      restored_ == nullptr || retained_pages_ == nullptr ||
       cache_ring_ == nullptr || residency_ == nullptr || taking_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
@@ -280,11 +279,11 @@ bool ZoneImpl::acquire_at(std::size_t first, std::size_t count, HeapId owner,
   // A snapshot needs exactly its own chunks: one that waits in quarantine, or in a thread's heap
   // cache, gives way to it.
   for (std::size_t k = first; k < first + count; ++k) {
-    if (test(used_, k) && !test(quarantined_, k) && !test(cached_, k)) return false;
+    if (test(used_, k) && !test(quarantined_, k) && !cached(k)) return false;
   }
   if (!make_accessible_locked(h, first + count, mprotect_calls)) return false;
   for (std::size_t k = first; k < first + count; ++k) {
-    if (test(cached_, k)) {
+    if (cached(k)) {
       // The cached heap's pages are still committed: the snapshot's chunks must read as zero
       // wherever the snapshot does not write them. The thread holding the chunk finds it gone.
       const std::uintptr_t chunk = chunk_address(static_cast<std::uint32_t>(k));
@@ -366,13 +365,14 @@ ZoneImpl::Cached ZoneImpl::cache(std::uintptr_t chunk, HeapId freed_by, std::siz
   // racing to cache between those trims can find the ring full.
   if (cache_length_ == kMaxCachedHeaps + 1) return Cached::kNoRoom;
   g_zone.owners.load(std::memory_order_relaxed)[index].store(freed_by | kTombstone, std::memory_order_relaxed);
-  set_bits(cached_, index, 1, true);
-  retained_pages_[index] = static_cast<std::uint32_t>(retained_bytes >> kPageShift);
+  // At least the header page: a chunk with retained pages is a cached one (cached()).
+  const std::size_t pages = std::max<std::size_t>(retained_bytes >> kPageShift, 1);
+  retained_pages_[index] = static_cast<std::uint32_t>(pages);
   ++cached_chunks_;
-  retained_.fetch_add(retained_bytes, std::memory_order_relaxed);
+  retained_.fetch_add(pages << kPageShift, std::memory_order_relaxed);
   --in_use_[0];
   cache_ring_[(cache_head_ + cache_length_++) % (kMaxCachedHeaps + 1)] = {
-      static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(retained_bytes >> kPageShift)};
+      static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(pages)};
   const bool over = cache_length_ > std::min(heaps, kMaxCachedHeaps) ||
                     retained_.load(std::memory_order_relaxed) > bytes;
   return over ? Cached::kOverBound : Cached::kYes;
@@ -386,7 +386,6 @@ ZoneImpl::CachedChunk ZoneImpl::pop_cache_head_locked() noexcept {
 }
 
 void ZoneImpl::uncache_locked(std::size_t i) noexcept {
-  set_bits(cached_, i, 1, false);
   --cached_chunks_;
   retained_.fetch_sub(std::size_t{retained_pages_[i]} << kPageShift, std::memory_order_relaxed);
   retained_pages_[i] = 0;
@@ -398,12 +397,12 @@ std::uintptr_t ZoneImpl::reuse(std::size_t delay, HeapId* id, std::uintptr_t* ne
   *next = 0;
   while (cache_length_ > delay) {
     const std::size_t i = pop_cache_head_locked().chunk;
-    if (!test(cached_, i)) continue;  // a restore took it
+    if (!cached(i)) continue;  // a restore took it
     uncache_locked(i);
     generation_[i] = (generation_[i] + 1) & 0x7fffffffu;  // as in acquire
     if (generation_[i] == 0) generation_[i] = 1;
     *id = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
-    set_bits(restored_, i, 1, false);
+    if (test(restored_, i)) set_bits(restored_, i, 1, false);  // else no write: the word is shared
     g_zone.owners.load(std::memory_order_relaxed)[i].store(*id, std::memory_order_relaxed);
     if (cache_length_ > delay) *next = chunk_address(cache_ring_[cache_head_].chunk);
     return chunk_address(static_cast<std::uint32_t>(i));
@@ -418,7 +417,7 @@ std::size_t ZoneImpl::pop_cached(std::size_t keep_heaps, std::size_t keep_bytes,
   while (n < capacity && cache_length_ != 0 &&
          (cache_length_ > keep_heaps || retained_.load(std::memory_order_relaxed) > keep_bytes)) {
     const CachedChunk e = pop_cache_head_locked();
-    if (!test(cached_, e.chunk)) continue;  // a restore took it
+    if (!cached(e.chunk)) continue;  // a restore took it
     uncache_locked(e.chunk);
     out[n++] = e;
   }

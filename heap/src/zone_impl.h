@@ -241,6 +241,8 @@ class ZoneImpl {
     return (bits[i / 64] >> (i % 64)) & 1;
   }
   static void set_bits(std::uint64_t* bits, std::size_t first, std::size_t count, bool value) noexcept;
+  // Whether chunk `i` waits in the heap cache: a cached chunk keeps at least its header page.
+  bool cached(std::size_t i) const noexcept { return i < class_chunks_ && retained_pages_[i] != 0; }
   // Ends the caching of chunk `i` (it must be cached), leaving it marked used.
   void uncache_locked(std::size_t i) noexcept;
   CachedChunk pop_cache_head_locked() noexcept;
@@ -252,8 +254,15 @@ class ZoneImpl {
   void evict_locked(std::size_t keep, int half) noexcept;
   void compact_fifo_locked() noexcept;
 
-  alignas(64) mutable BriefLock mutex_;  // on a line of its own: every spawn and stop writes it
-  std::atomic<bool> reserved_{false};
+  // On one line: the lock and what every spawn and stop changes under it (the heap cache's ring
+  // and counts, the chunks in use), so that a thread taking the lock finds them in the same line.
+  alignas(64) mutable BriefLock mutex_;
+  std::size_t cache_head_ = 0;
+  std::size_t cache_length_ = 0;           // entries, taken ones included until they reach the head
+  std::size_t cached_chunks_ = 0;          // entries still cached
+  std::atomic<std::size_t> retained_{0};   // committed bytes of the cached chunks
+  std::size_t in_use_[2] = {0, 0};
+  alignas(64) std::atomic<bool> reserved_{false};
   ZoneConfig config_{};
   std::size_t chunks_ = 0;        // in the whole zone
   std::size_t class_chunks_ = 0;  // in the class half: [0, class_chunks_)
@@ -263,13 +272,8 @@ class ZoneImpl {
   std::uint32_t* generation_ = nullptr;   // by class chunk: the last heap generation created there
   std::uint32_t* released_ = nullptr;     // by chunk: the release that last put it in quarantine
   std::uint64_t* restored_ = nullptr;     // one bit per chunk: a restored heap's first chunk
-  std::uint64_t* cached_ = nullptr;       // one bit per chunk: held by a thread's heap cache
   std::uint32_t* retained_pages_ = nullptr;  // by class chunk, while cached: its committed pages
   CachedChunk* cache_ring_ = nullptr;      // kMaxCachedHeaps + 1 entries, oldest at cache_head_
-  std::size_t cache_head_ = 0;
-  std::size_t cache_length_ = 0;           // entries, taken ones included until they reach the head
-  std::size_t cached_chunks_ = 0;          // entries still cached
-  std::atomic<std::size_t> retained_{0};   // committed bytes of the cached chunks
   std::uint32_t releases_ = 0;
   QuarantinedRun* fifo_ = nullptr;        // ring of quarantined runs, oldest at fifo_head_
   std::size_t fifo_head_ = 0;
@@ -287,7 +291,6 @@ class ZoneImpl {
   std::size_t start_[2] = {0, 0};  // where searches start: the node's slice, incarnation's window
   std::size_t start_hint_[2] = {0, 0};  // no free chunk in [start_, start_hint_)
   std::size_t accessible_end_[2] = {0, 0};
-  std::size_t in_use_[2] = {0, 0};
   alignas(64) std::atomic<std::size_t> live_heaps_{0};
   std::atomic<std::size_t> ignored_frees_{0};
 };
