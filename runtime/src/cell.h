@@ -69,6 +69,10 @@ struct Cell {
   // The highest generation this slot has handed out (under the table's mutex). A restore brings
   // back an older generation; the next occupant after it must still get a new one.
   std::uint32_t issued = 0;
+  // Taken by an occupant or a restore under way (under the table's mutex). Kept here rather than
+  // in a table-wide bitmap, whose words the spawning and the stopping threads would pass back and
+  // forth: the cell's own line is one they write anyway.
+  bool in_use = false;
   // The reference of a relocated occupant (see CellTable; also the table's key for it), or 0
   // (under the table's mutex).
   std::uint64_t relocated_ref = 0;

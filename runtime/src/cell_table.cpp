@@ -12,6 +12,29 @@ namespace reheap::detail {
 CellTable::~CellTable() {
   HeapScope system(nullptr);
   for (auto& b : blocks_) delete[] b.load(std::memory_order_relaxed);
+  delete[] free_ring_;
+}
+
+void CellTable::push_free(std::uint32_t slot) {
+  if (free_count_ == free_capacity_) {
+    HeapScope system(nullptr);
+    const std::uint32_t capacity = free_capacity_ == 0 ? kBlockCells : free_capacity_ * 2;
+    auto* ring = new std::uint32_t[capacity];
+    for (std::uint32_t i = 0; i < free_count_; ++i) ring[i] = free_ring_[(free_head_ + i) % free_capacity_];
+    delete[] free_ring_;
+    free_ring_ = ring;
+    free_capacity_ = capacity;
+    free_head_ = 0;
+  }
+  free_ring_[(free_head_ + free_count_) % free_capacity_] = slot;
+  ++free_count_;
+}
+
+std::uint32_t CellTable::pop_free() noexcept {
+  const std::uint32_t slot = free_ring_[free_head_];
+  free_head_ = free_head_ + 1 == free_capacity_ ? 0 : free_head_ + 1;
+  --free_count_;
+  return slot;
 }
 
 void CellTable::grow_to(std::uint32_t slots) {
@@ -23,7 +46,6 @@ void CellTable::grow_to(std::uint32_t slots) {
       for (std::uint32_t i = 0; i < kBlockCells; ++i) cells[i].slot = block * kBlockCells + i;
       blocks_[block].store(cells, std::memory_order_release);
     }
-    in_use_.push_back(false);
     ++created_;
   }
 }
@@ -65,12 +87,11 @@ Cell* CellTable::acquire_for(ActorRef ref, std::uint64_t* dead) {
     if (slot >= created_) {
       const std::uint32_t first_new = created_ == 0 ? 1 : created_;
       grow_to(slot + 1);
-      HeapScope system(nullptr);
-      for (std::uint32_t s = first_new; s < slot; ++s) free_.push_back(s);
+      for (std::uint32_t s = first_new; s < slot; ++s) push_free(s);
     }
     Cell* c = cell(slot);
-    if (!in_use_[slot]) {
-      in_use_[slot] = true;
+    if (!c->in_use) {
+      c->in_use = true;
       live_.fetch_add(1, std::memory_order_relaxed);
       c->generation = ref.generation();
       c->issued = std::max(c->issued, ref.generation());
@@ -99,7 +120,7 @@ Cell* CellTable::acquire_for(ActorRef ref, std::uint64_t* dead) {
 Cell* CellTable::acquire_locked(std::uint64_t* dead) {
   std::uint32_t slot = 0;
   for (;;) {
-    if (free_.empty()) {
+    if (free_count_ == 0) {
       // Slot 0 is never used: with generation 0 never issued either, no ActorRef is 0.
       if (created_ == 0) grow_to(1);
       if (created_ >= kMaxCells) {
@@ -111,16 +132,15 @@ Cell* CellTable::acquire_locked(std::uint64_t* dead) {
       grow_to(created_ + 1);
       break;
     }
-    slot = free_.front();
-    free_.pop_front();
-    if (!in_use_[slot]) break;  // else taken by acquire_for meanwhile
+    slot = pop_free();
+    if (!cell(slot)->in_use) break;  // else taken by acquire_for meanwhile
   }
-  in_use_[slot] = true;
-  live_.fetch_add(1, std::memory_order_relaxed);
   Cell* c = cell(slot);
+  c->in_use = true;
+  live_.fetch_add(1, std::memory_order_relaxed);
   c->issued = std::max(c->issued, c->generation);
   *dead = drain(c);
-  if (!free_.empty()) prefetch_cell(free_.front());
+  if (free_count_ != 0) prefetch_cell(free_ring_[free_head_]);
   return c;
 }
 
@@ -142,7 +162,7 @@ void CellTable::release(Cell* c) noexcept {
     c->relocated_ref = 0;
     relocated_count_.fetch_sub(1, std::memory_order_relaxed);
   }
-  in_use_[c->slot] = false;
+  c->in_use = false;
   // Past every generation issued here, not just past the one leaving: after a restore of an
   // older generation, `generation + 1` could be a generation a stale reference still holds. A
   // slot that has issued its last generation is retired, never reused: wrapping around would
@@ -154,13 +174,10 @@ void CellTable::release(Cell* c) noexcept {
     return;
   }
   c->generation = c->issued + 1;
-  {
-    HeapScope system(nullptr);
-    try {
-      free_.push_back(c->slot);
-    } catch (...) {
-      // Out of memory: the slot is lost for reuse, which is harmless.
-    }
+  try {
+    push_free(c->slot);
+  } catch (...) {
+    // Out of memory: the slot is lost for reuse, which is harmless.
   }
   live_.fetch_sub(1, std::memory_order_relaxed);
 }

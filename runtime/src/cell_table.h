@@ -3,7 +3,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -82,16 +81,23 @@ class CellTable {
   void grow_to(std::uint32_t slots);  // under mutex_
   std::uint64_t drain(Cell* c) noexcept;
   void prefetch_cell(std::uint32_t slot) const noexcept;
+  // The free-slot ring (under mutex_). push_free throws std::bad_alloc when it cannot grow.
+  void push_free(std::uint32_t slot);
+  std::uint32_t pop_free() noexcept;
 
   std::atomic<Cell*> blocks_[kMaxBlocks] = {};
+  // On one line: the lock and everything a spawn and a stop change under it.
   alignas(64) BriefLock mutex_;  // taken at every spawn and stop, from any thread
-  // Under mutex_; may hold slots taken by acquire_for. Oldest first: a slot waits for every other
-  // free one before it is reused, so its lines have left the cache of the worker that freed it.
-  std::deque<std::uint32_t> free_;
-  std::vector<bool> in_use_;         // under mutex_
+  // The free slots, a ring under mutex_ (in the system heap); may hold slots taken by
+  // acquire_for. Oldest first: a slot waits for every other free one before it is reused, so its
+  // lines have left the cache of the worker that freed it.
+  std::uint32_t* free_ring_ = nullptr;
+  std::uint32_t free_capacity_ = 0;
+  std::uint32_t free_head_ = 0;
+  std::uint32_t free_count_ = 0;
   std::uint32_t created_ = 0;        // under mutex_
   std::atomic<std::size_t> live_{0};
-  const std::uint32_t origin_;
+  alignas(64) const std::uint32_t origin_;
   // Relocated reactors by reference (nodes in the system heap). Written under mutex_ and
   // relocated_mutex_ (in that order), read under relocated_mutex_ alone.
   mutable std::shared_mutex relocated_mutex_;
