@@ -54,11 +54,11 @@
 // replays. Separately, the *pages* of retained runs are purged (madvise) while the runs stay the
 // heap's: once the oldest is `purge_delay` old (checked at the heap's next huge allocation or
 // free), when the zone's resident retained bytes pass `resident_bytes` (the heap retaining
-// purges its own), by Heap::purge_retained(), and by a runtime worker after half a second asleep.
-// Purging changes nothing a program observes but its RSS: retained blocks are in no snapshot and
-// no digest. Builds with REHEAP_CHECKS start with heap_bytes = 0, so that every freed huge block
-// goes to the quarantine and a use after free is reported. Freed memory that stays in place is
-// purged too, when a runtime worker has been asleep half a second, for reactors that are not
+// purges its own), by Heap::purge_retained(), and by a runtime worker asleep half a second since
+// its reactors last ran. Purging changes nothing a program observes but its RSS: retained blocks
+// are in no snapshot and no digest. Builds with REHEAP_CHECKS start with heap_bytes = 0, so that
+// every freed huge block goes to the quarantine and a use after free is reported. Freed memory
+// that stays in place is purged too, by that runtime worker, for reactors that are not
 // recorded (purged memory reads as zero, which a recording's digests would see): free page runs
 // (Heap::purge_free_runs) and size-class lanes none of whose blocks is live
 // (Heap::purge_free_lanes), so a reactor's freed burst of small objects leaves its RSS too.
