@@ -64,7 +64,7 @@ REHEAP_FAST_PATH void* class_alloc(HeapState* h, unsigned cls) noexcept {
 
 // Returns null only when the request cannot be met; `h` may be &g_no_heap (then always null).
 REHEAP_FAST_PATH void* heap_alloc(HeapState* h, std::size_t size) noexcept {
-  if (size <= kMaxClassSize) [[likely]] return class_alloc(h, size_class(size));
+  if (size <= kMaxClassSize) [[likely]] return class_alloc(h, fast_size_class(size));
   return alloc_slow(h, size, alignof(std::max_align_t));
 }
 

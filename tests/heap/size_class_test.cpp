@@ -46,15 +46,17 @@ TEST(SizeClass, SmallClassesEndAtOnePageAndMediumClassesSpanSeveralPages) {
   }
 }
 
+// Both ways of computing the class: the bit arithmetic and the fast path's table.
 TEST(SizeClass, EverySizeUpToTheLargestClassMapsToTheSmallestClassHoldingIt) {
   EXPECT_EQ(size_class(0), 0u);
+  EXPECT_EQ(fast_size_class(0), 0u);
   std::size_t mismatches = 0;
   for (std::size_t size = 1; size <= kMaxClassSize; ++size) {
     const unsigned expected = smallest_class_holding(size);
-    if (size_class(size) != expected) {
+    if (size_class(size) != expected || fast_size_class(size) != expected) {
       if (++mismatches <= 10) {
-        ADD_FAILURE() << "size_class(" << size << ") = " << size_class(size) << ", expected "
-                      << expected;
+        ADD_FAILURE() << "size " << size << ": size_class " << size_class(size)
+                      << ", fast_size_class " << fast_size_class(size) << ", expected " << expected;
       }
     }
   }
