@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "class_table.h"
 #include "heap_state.h"
 #include "layout.h"
 #include "zone_impl.h"

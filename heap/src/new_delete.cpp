@@ -74,7 +74,7 @@ REHEAP_SLOW_PATH void* page_run_new(HeapState* h, std::size_t size, bool nothrow
     // cost 2.6 us each through the slow path); anything else goes to new_slow as a tail call,
     // which keeps this path free of a stack frame (calling carve_block here and testing its
     // result costs ~4 instructions more).
-    const unsigned cls = reheap::fast_size_class(size);
+    const unsigned cls = reheap::detail::fast_size_class(size);
     if (void* p = reheap::detail::pop_free(h, cls)) [[likely]] return p;
     if (void* p = reheap::detail::bump_carve(h, cls)) return p;
     return new_slow(size, alignof(std::max_align_t), nothrow);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reheap/heap.h"
+#include "reheap/heap_scope.h"
 #include "reheap/size_class.h"
 
 namespace reheap {
@@ -46,17 +47,15 @@ TEST(SizeClass, SmallClassesEndAtOnePageAndMediumClassesSpanSeveralPages) {
   }
 }
 
-// Both ways of computing the class: the bit arithmetic and the fast path's table.
 TEST(SizeClass, EverySizeUpToTheLargestClassMapsToTheSmallestClassHoldingIt) {
   EXPECT_EQ(size_class(0), 0u);
-  EXPECT_EQ(fast_size_class(0), 0u);
   std::size_t mismatches = 0;
   for (std::size_t size = 1; size <= kMaxClassSize; ++size) {
     const unsigned expected = smallest_class_holding(size);
-    if (size_class(size) != expected || fast_size_class(size) != expected) {
+    if (size_class(size) != expected) {
       if (++mismatches <= 10) {
-        ADD_FAILURE() << "size " << size << ": size_class " << size_class(size)
-                      << ", fast_size_class " << fast_size_class(size) << ", expected " << expected;
+        ADD_FAILURE() << "size_class(" << size << ") = " << size_class(size) << ", expected "
+                      << expected;
       }
     }
   }
@@ -77,6 +76,27 @@ TEST(SizeClass, EveryBlockUpToTheLargestClassHasExactlyItsClassSizeUsable) {
       }
     }
     heap->deallocate(p);
+  }
+  EXPECT_EQ(mismatches, 0u);
+  EXPECT_EQ(heap->stats().live_blocks, 0u);
+}
+
+// Plain `new` takes the class from the fast path's table (heap/src/class_table.h), not from
+// size_class: the same promise, through the other road.
+TEST(SizeClass, EveryPlainNewUpToTheLargestClassGetsExactlyItsClassSizeUsable) {
+  HeapPtr heap = Heap::create();
+  HeapScope scope(*heap);
+  std::size_t mismatches = 0;
+  for (std::size_t size = 0; size <= kMaxClassSize; ++size) {
+    void* p = ::operator new(size);
+    const std::size_t expected = kClassSize[size == 0 ? 0 : smallest_class_holding(size)];
+    if (Heap::owner_of(p) != heap.get() || heap->usable_size(p) != expected) {
+      if (++mismatches <= 10) {
+        ADD_FAILURE() << "new of " << size << " bytes: usable_size " << heap->usable_size(p)
+                      << ", expected " << expected;
+      }
+    }
+    ::operator delete(p);
   }
   EXPECT_EQ(mismatches, 0u);
   EXPECT_EQ(heap->stats().live_blocks, 0u);

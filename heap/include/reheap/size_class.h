@@ -4,9 +4,8 @@
 // half-exponent sequence (each power of two, and 1.5x each power of two) so that the waste per
 // block stays under a third while the class of a size is computed from the position of its two
 // highest set bits, with no loop. The allocation fast path reads the same answer from a table
-// built from that computation (fast_size_class): one load instead of a chain of six dependent
-// bit operations. 24 is left out of the sequence: a 24-byte block cannot keep the 16-byte
-// alignment promised for every block of 16 bytes or more.
+// built from that computation (heap/src/class_table.h). 24 is left out of the sequence: a 24-byte
+// block cannot keep the 16-byte alignment promised for every block of 16 bytes or more.
 //
 // Classes 0..16 (8 B .. 4 KiB) are "small", 17..20 (6 KiB .. 16 KiB) are "medium" (multi-page
 // blocks). Larger requests are "large" (page runs, up to kMaxLargeSize) or "huge" (dedicated
@@ -41,31 +40,11 @@ constexpr unsigned size_class(std::size_t size) noexcept {
   return c < 2u ? 2u : c;                               // 17..32 bytes: the 32-byte class
 }
 
-// The class of every size up to kMaxClassSize, by (size + 7) / 8: the allocation fast path's one
-// load from a 2 KiB table in place of size_class's chain of dependent bit operations, which a
-// malloc+free pair waits on (14 cycles a pair against 7.5 in the hot loop). Built from size_class,
-// so the two agree by construction.
-inline constexpr auto kClassOfEighths = [] {
-  std::array<std::uint8_t, kMaxClassSize / 8 + 1> t{};
-  for (std::size_t i = 0; i < t.size(); ++i) t[i] = static_cast<std::uint8_t>(size_class(i == 0 ? 1 : i * 8));
-  return t;
-}();
-
-// size_class by table (0 <= size <= kMaxClassSize). Every class size is a multiple of 8, so all
-// sizes with one (size + 7) / 8 share a class.
-constexpr unsigned fast_size_class(std::size_t size) noexcept { return kClassOfEighths[(size + 7) / 8]; }
-
 static_assert(size_class(1) == 0 && size_class(8) == 0 && size_class(9) == 1);
 static_assert(size_class(16) == 1 && size_class(17) == 2 && size_class(32) == 2);
 static_assert(size_class(33) == 3 && size_class(48) == 3 && size_class(49) == 4);
 static_assert(size_class(4096) == 16 && size_class(4097) == 17);
 static_assert(size_class(kMaxClassSize) == kNumClasses - 1);
 static_assert(kClassSize[kNumClasses - 1] == kMaxClassSize);
-static_assert([] {
-  for (std::size_t size = 0; size <= kMaxClassSize; ++size) {
-    if (fast_size_class(size) != size_class(size)) return false;
-  }
-  return true;
-}(), "the table and the bit arithmetic must agree on every size");
 
 }  // namespace reheap
