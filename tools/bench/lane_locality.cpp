@@ -6,8 +6,9 @@
 // from a reheap heap in order, and the same number of 16-byte slots are laid out packed in one
 // mapping. Each layout is read two ways, in the same random order: independent loads (a hash
 // table's bucket probes), and a chase of pointers stored in the objects (walking chains). The
-// lanes' 256 ranges of 64 KiB sit in 256 different 2 MiB regions, so a TLB miss needs a page-table
-// walk that the packed layout's 8 regions mostly find in the paging-structure caches.
+// lanes' 256 ranges of 64 KiB sit in 256 different 2 MiB regions against the packed layout's 8;
+// the likely cost is a longer page-table walk on each TLB miss, which the paging-structure caches
+// shorten for few regions (likely: this VM has no PMU to count the walks).
 #include <sys/mman.h>
 
 #include <algorithm>
