@@ -3,6 +3,7 @@
 #include "reheap/reactor.h"
 
 #include <bit>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -143,3 +144,24 @@ void Reactor::set_write_high_water(SocketId socket, std::size_t bytes) {
 void Reactor::on_end(SocketId socket) { close(socket); }
 
 }  // namespace reheap
+
+namespace reheap::detail {
+
+// A program that links the runtime without reheap::global_new (or whose own operator new wins)
+// builds its reactors with malloc: they would run, and their snapshots would hold an empty heap
+// whose root points into the process's malloc memory. Refused at the first spawn instead.
+void refuse_reactor_outside_heap(HeapPtr heap, Reactor* reactor, const char* who) {
+  HeapScope system(nullptr);
+  char where[32];
+  std::snprintf(where, sizeof where, "%p", static_cast<void*>(reactor));
+  delete reactor;  // made by the same operator new that is current now: the program's
+  heap.reset();
+  throw std::logic_error(
+      std::string(who) + ": the reactor was built at " + where +
+      ", outside its heap: plain `new` does not reach reheap's allocator in this program. Link "
+      "reheap::global_new (CMake: target_link_libraries(app PRIVATE reheap::runtime "
+      "reheap::global_new); pkg-config's `--libs reheap` includes it), and do not define another "
+      "global operator new");
+}
+
+}  // namespace reheap::detail

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "reheap/heap.h"
 #include "reheap/reactor.h"
 
 namespace reheap::detail {
@@ -29,5 +30,9 @@ struct ReactorAccess {
     return r.handlers_;
   }
 };
+
+// Throws std::logic_error naming `who` (after deleting the reactor and dropping its heap) when a
+// spawn built the reactor outside its heap, as a program without reheap::global_new does.
+[[noreturn]] void refuse_reactor_outside_heap(HeapPtr heap, Reactor* reactor, const char* who);
 
 }  // namespace reheap::detail

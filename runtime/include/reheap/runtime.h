@@ -153,7 +153,8 @@ class Runtime {
   // reactors included, though a reactor should use Reactor::spawn, which a recording records
   // (DETERMINISM.md).
   // Arguments are copied into the new heap by R's constructor; they must not point into another
-  // reactor's heap.
+  // reactor's heap. Throws std::logic_error if the reactor was not built in its heap: the program
+  // does not link reheap::global_new (or defines its own global operator new).
   template <class R, class... Args>
   ActorRef spawn(const SpawnOptions& options, Args&&... args) {
     static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
