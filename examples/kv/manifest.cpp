@@ -39,6 +39,19 @@ bool plain_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
+bool is_shard_file(const std::filesystem::directory_entry& entry) {
+  return entry.path().filename().string().rfind("shard-", 0) == 0 && entry.path().extension() == ".snap";
+}
+
+// Makes the directory's entries (a rename into or out of it) durable.
+void sync_directory(const std::filesystem::path& dir) {
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+}
+
 void write_all(int fd, const std::string& text, const std::filesystem::path& file) {
   std::size_t done = 0;
   while (done < text.size()) {
@@ -137,20 +150,15 @@ void write_manifest(const std::filesystem::path& dir, const Manifest& m) {
   }
   ::close(fd);
   if (::rename(tmp.c_str(), file.c_str()) != 0) fail(file, std::string("rename: ") + std::strerror(errno));
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
+  sync_directory(dir);
 }
 
 std::uint64_t newest_file_generation(const std::filesystem::path& dir) {
   std::uint64_t newest = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
     // shard-<index>.<generation>.snap
-    if (name.rfind("shard-", 0) != 0 || entry.path().extension() != ".snap") continue;
+    if (!is_shard_file(entry)) continue;
     const std::string stem = entry.path().stem().string();  // shard-<index>.<generation>
     const std::size_t dot = stem.rfind('.');
     if (dot == std::string::npos) continue;
@@ -169,12 +177,37 @@ std::size_t delete_unnamed_files(const std::filesystem::path& dir, const Manifes
   std::size_t deleted = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("shard-", 0) != 0 || entry.path().extension() != ".snap") continue;
-    if (named.count(name) != 0) continue;
+    if (!is_shard_file(entry) || named.count(entry.path().filename().string()) != 0) continue;
     if (std::filesystem::remove(entry.path(), ec)) ++deleted;
   }
   return deleted;
+}
+
+std::filesystem::path set_aside_saved_set(const std::filesystem::path& dir) {
+  std::filesystem::path kept;
+  for (unsigned n = 1;; ++n) {
+    kept = dir / ("unrestorable-" + std::to_string(n));
+    if (::mkdir(kept.c_str(), 0755) == 0) break;
+    if (errno != EEXIST) fail(kept, std::string("cannot create: ") + std::strerror(errno));
+  }
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (is_shard_file(entry)) files.push_back(entry.path());
+  }
+  if (ec) fail(dir, "cannot list: " + ec.message());
+  // The manifest last: until it moves, a start without --ignore-bad-snapshot still refuses,
+  // naming whichever file it misses, rather than starting empty.
+  if (std::filesystem::exists(dir / kManifestName, ec)) files.push_back(dir / kManifestName);
+  for (const std::filesystem::path& file : files) {
+    const std::filesystem::path to = kept / file.filename();
+    if (::rename(file.c_str(), to.c_str()) != 0) {
+      fail(file, "cannot move into " + kept.string() + ": " + std::strerror(errno));
+    }
+  }
+  sync_directory(kept);
+  sync_directory(dir);
+  return kept;
 }
 
 }  // namespace kv

@@ -52,5 +52,11 @@ std::string shard_file_name(std::uint32_t index, std::uint64_t generation);
 std::uint64_t newest_file_generation(const std::filesystem::path& dir);
 // Deletes the shard snapshot files of `dir` that `manifest` does not name; returns how many.
 std::size_t delete_unnamed_files(const std::filesystem::path& dir, const Manifest& manifest);
+// Moves every shard snapshot file of `dir`, then its manifest, into a new subdirectory
+// `unrestorable-<n>` (n from 1, the first free) and returns it: a start that ignores a set it
+// cannot restore keeps what was saved before (its good shards' files too) out of the way of the
+// saves that follow, which delete the shard files their manifest does not name. Throws
+// ManifestError, naming the file, if a move fails; the files moved so far stay moved.
+std::filesystem::path set_aside_saved_set(const std::filesystem::path& dir);
 
 }  // namespace kv

@@ -1,7 +1,8 @@
 // Start-up against bad data, with the real reheap-kv binary (KV_SERVER_BINARY): a set the server
 // saved restores after a restart; a truncated or damaged shard file and a manifest whose checksum
 // does not match each stop the start with exit status 1 and a message naming the file; with
-// --ignore-bad-snapshot the server starts empty instead, serves, and its next save replaces the set.
+// --ignore-bad-snapshot the server starts empty instead, having moved the set's files, byte for
+// byte, into an unrestorable-<n> subdirectory, serves, and its next save replaces the set.
 //
 // Each server runs with --port on a port found free just before (bound to port 0, then closed),
 // --save "" (no rules, so no save on the way out), its output in files; a guard kills it if a test
@@ -10,6 +11,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -115,15 +119,28 @@ TEST(ServerStart, AManifestWithAWrongChecksumStopsTheStartNamingTheManifest) {
   expect_refused(d.data.path(), d.logs.path(), manifest, "checksum mismatch");
 }
 
+// Every regular file of `dir` (not its subdirectories), by name, with its bytes.
+std::map<std::string, std::string> files_of(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file()) files[entry.path().filename().string()] = read_text(entry.path());
+  }
+  return files;
+}
+
 TEST(ServerStart, WithIgnoreBadSnapshotABadShardFileStartsEmptyAndTheNextSaveReplacesTheSet) {
   Dirs d;
   ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
   const std::filesystem::path file = d.data.path() / shard_file_name(3, 1);
   std::filesystem::resize_file(file, std::filesystem::file_size(file) / 3);
+  const std::map<std::string, std::string> saved = files_of(d.data.path());
+  const std::filesystem::path kept = d.data.path() / "unrestorable-1";
   {
     ServerProcess server(d.data.path(), d.logs.path(), {"--ignore-bad-snapshot"});
     ASSERT_TRUE(server.wait_ready()) << server.err();
     EXPECT_NE(server.err().find(file.string()), std::string::npos) << server.err();
+    EXPECT_NE(server.err().find(kept.string()), std::string::npos) << server.err();
+    EXPECT_EQ(files_of(kept), saved) << "the set was not set aside whole and unchanged";
     Client client(server.port());
     ASSERT_TRUE(client.connected());
     EXPECT_EQ(client.command({"DBSIZE"}), ":0\r\n");
@@ -135,7 +152,8 @@ TEST(ServerStart, WithIgnoreBadSnapshotABadShardFileStartsEmptyAndTheNextSaveRep
   const std::optional<Manifest> m = read_manifest(d.data.path());
   ASSERT_TRUE(m);
   EXPECT_EQ(m->generation, 2u);  // past the bad set's generation: none of its names reused
-  EXPECT_FALSE(std::filesystem::exists(file)) << "the bad set's file outlived the save that replaced it";
+  EXPECT_FALSE(std::filesystem::exists(file)) << "the bad set's file is still among the live set's";
+  EXPECT_EQ(files_of(kept), saved) << "a save touched the set-aside files";
   ServerProcess server(d.data.path(), d.logs.path());
   ASSERT_TRUE(server.wait_ready()) << server.err();
   expect_values(server.port(), "b");
@@ -163,6 +181,84 @@ TEST(ServerStart, WithIgnoreBadSnapshotABadManifestStartsEmptyAndTheNextSaveRepl
   ServerProcess server(d.data.path(), d.logs.path());
   ASSERT_TRUE(server.wait_ready()) << server.err();
   expect_values(server.port(), "c");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+// What a plain stop after such a start saves (save rules set, so a full save on the way out)
+// replaces the live set only: the set that could not be restored, good shards included, stays
+// in unrestorable-<n>, and a second such start sets its own set aside next to it.
+TEST(ServerStart, WithIgnoreBadSnapshotTheSaveOnTheWayOutKeepsTheSetAsideWhole) {
+  Dirs d;
+  ASSERT_NO_FATAL_FAILURE(save_a_set(d.data.path(), d.logs.path(), "a"));
+  const std::filesystem::path file = d.data.path() / shard_file_name(5, 1);
+  std::string bytes = read_text(file);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 1);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  const std::map<std::string, std::string> saved = files_of(d.data.path());
+  {
+    ServerProcess server(d.data.path(), d.logs.path(), {"--ignore-bad-snapshot", "--save", "3600 1"});
+    ASSERT_TRUE(server.wait_ready()) << server.err();
+    EXPECT_EQ(server.terminate(), 0) << server.err();
+    EXPECT_NE(server.out().find("on the way out"), std::string::npos) << server.out();
+  }
+  EXPECT_EQ(files_of(d.data.path() / "unrestorable-1"), saved);
+  // The empty set saved on the way out restores; damaging it and ignoring it again keeps both.
+  const std::optional<Manifest> m = read_manifest(d.data.path());
+  ASSERT_TRUE(m);
+  const std::filesystem::path second = d.data.path() / m->chains[0].back();
+  std::filesystem::resize_file(second, std::filesystem::file_size(second) / 2);
+  {
+    ServerProcess server(d.data.path(), d.logs.path(), {"--ignore-bad-snapshot"});
+    ASSERT_TRUE(server.wait_ready()) << server.err();
+    EXPECT_EQ(server.terminate(), 0) << server.err();
+  }
+  EXPECT_EQ(files_of(d.data.path() / "unrestorable-1"), saved);
+  EXPECT_TRUE(std::filesystem::exists(d.data.path() / "unrestorable-2" / second.filename()));
+  EXPECT_TRUE(std::filesystem::exists(d.data.path() / "unrestorable-2" / kManifestName));
+}
+
+// The local ports of the TCP sockets process `pid` listens on, one entry per socket (from its
+// descriptors' inodes and /proc/net/tcp{,6}).
+std::vector<unsigned> listening_ports(pid_t pid) {
+  std::set<std::string> inodes;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.rfind("socket:[", 0) == 0) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::vector<unsigned> ports;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::istringstream lines(read_text(table));
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+      fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+      if (state == "0A" && inodes.count(inode) != 0) {
+        ports.push_back(static_cast<unsigned>(std::stoul(local.substr(local.find(':') + 1), nullptr, 16)));
+      }
+    }
+  }
+  return ports;
+}
+
+// --port 0 with two workers: one port, the kernel's pick, on which both gateways listen and which
+// the "ready" line and INFO name.
+TEST(ServerStart, PortZeroListensOnOnePortWithEveryWorkerAndSaysWhichOne) {
+  Dirs d;
+  ServerProcess server(d.data.path(), d.logs.path(), {"--port", "0", "--workers", "2"});
+  ASSERT_TRUE(server.wait_ready()) << server.err();
+  const std::string out = server.out();
+  const std::size_t at = out.find("ready on 127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << out;
+  const unsigned port = static_cast<unsigned>(std::stoul(out.substr(at + 19)));
+  ASSERT_NE(port, 0u) << out;
+  EXPECT_EQ(listening_ports(server.pid()), (std::vector<unsigned>{port, port})) << out;
+  Client client(static_cast<std::uint16_t>(port));
+  ASSERT_TRUE(client.connected());
+  EXPECT_EQ(client.command({"PING"}), "+PONG\r\n");
+  EXPECT_NE(client.command({"INFO", "server"}).find("tcp_port:" + std::to_string(port) + "\r\n"), std::string::npos);
   EXPECT_EQ(server.terminate(), 0) << server.err();
 }
 
