@@ -37,6 +37,16 @@ void report(RuntimeImpl& rt, Cell* c, const ReactorFailed& failure) {
     Envelope* e = encode(failure, &result);
     send_envelope(c, c->options.supervisor, e, result);
   }
+  if (!rt.config.on_failure && !c->options.supervisor) {
+    // Nothing of the program's hears of it: without this line a reactor would vanish silently,
+    // its later sends answered kNoSuchReactor.
+    std::fprintf(stderr,
+                 "reheap: reactor %llu%s%s%s failed in %s: %s; %s (RuntimeConfig::on_failure or "
+                 "SpawnOptions::supervisor handles failures instead of this message)\n",
+                 static_cast<unsigned long long>(failure.reactor.value()), failure.name.empty() ? "" : " (\"",
+                 failure.name.c_str(), failure.name.empty() ? "" : "\")", failure.handler.c_str(),
+                 failure.what.c_str(), to_string(failure.failure_action()));
+  }
 }
 
 }  // namespace

@@ -126,6 +126,42 @@ struct Fixture {
   }
 };
 
+// With the default RuntimeConfig (no on_failure) and no supervisor, a failure is not silent: one
+// line on stderr names the reactor, the hook, the exception and what became of the reactor. A
+// program that handles failures itself hears of them there only.
+TEST(Supervision, AFailureNothingHandlesIsPrintedOnStderrAndAHandledOneIsNot) {
+  for (const bool handled : {false, true}) {
+    SCOPED_TRACE(handled ? "on_failure set" : "default config");
+    Log<ReactorFailed> reported;
+    Log<std::string> hooks;
+    Probe probe;
+    RuntimeConfig config{.workers = 1};
+    if (handled) config.on_failure = [&reported](const ReactorFailed& f) { reported.add(f); };
+    ::testing::internal::CaptureStderr();
+    std::string err;
+    {
+      Runtime rt(std::move(config));
+      SpawnOptions o;
+      o.name = "fragile";
+      const ActorRef r = rt.spawn<Fragile>(o, &probe, &hooks);
+      EXPECT_EQ(rt.send(r, Boom{0}), SendResult::kOk);
+      EXPECT_TRUE(rt.wait_stopped(r));
+      rt.shutdown();
+      err = ::testing::internal::GetCapturedStderr();
+      if (!handled) {
+        EXPECT_NE(err.find("reheap: reactor " + std::to_string(r.value()) + " (\"fragile\") failed in on_message: "
+                           "boom: a handler failed on purpose; stopped"),
+                  std::string::npos)
+            << err;
+      }
+    }
+    if (handled) {
+      EXPECT_EQ(err.find("failed in"), std::string::npos) << err;
+      EXPECT_EQ(reported.size(), 1u);
+    }
+  }
+}
+
 TEST(Supervision, AThrowingHandlerUnderKStopStopsOnlyThatReactorAndEveryoneHearsAboutIt) {
   Fixture f;
   const ActorRef r = f.rt.spawn<Fragile>(f.options(SupervisionPolicy::kStop), &f.probe, &f.hooks);

@@ -31,11 +31,19 @@ Ran run(const std::string& command) {
 
 #if defined(REHEAP_SNAP_PATH) && defined(REHEAP_REPLAY_PROGRAM)
 
+// The bundle the recording program wrote under `dir`: the line of its output that names it (the
+// runtime's line on the failure, on stderr, may come first).
+std::string bundle_of(const Ran& recorded, const std::filesystem::path& dir) {
+  const std::size_t at = recorded.out.find(dir.string());
+  if (at == std::string::npos) return "";
+  return recorded.out.substr(at, recorded.out.find('\n', at) - at);
+}
+
 TEST(ReplayInAnotherProcess, ReheapSnapReplayRunsTheRecordingProgramAndShowsTheFailure) {
   TempDir dir;
   const Ran recorded = run(std::string(REHEAP_REPLAY_PROGRAM) + " " + dir.path().string());
   ASSERT_EQ(recorded.status, 0) << recorded.out;
-  std::string bundle = recorded.out.substr(0, recorded.out.find('\n'));
+  std::string bundle = bundle_of(recorded, dir.path());
   ASSERT_TRUE(std::filesystem::exists(std::filesystem::path(bundle) / "manifest.json")) << recorded.out;
 
   // The manifest names the program: no --program needed. The recorded failure recurs: status 1.
@@ -52,7 +60,7 @@ TEST(ReplayInAnotherProcess, AProgramThatDoesNotCallReplayMainIfAskedIsNamedAsSu
   TempDir dir;
   const Ran recorded = run(std::string(REHEAP_REPLAY_PROGRAM) + " " + dir.path().string());
   ASSERT_EQ(recorded.status, 0) << recorded.out;
-  const std::string bundle = recorded.out.substr(0, recorded.out.find('\n'));
+  const std::string bundle = bundle_of(recorded, dir.path());
   const Ran replayed = run(std::string(REHEAP_SNAP_PATH) + " replay " + bundle + " --program /bin/true");
   EXPECT_EQ(replayed.status, 3) << replayed.out;
   EXPECT_NE(replayed.out.find("/bin/true does not support replay: it exited without replaying the bundle"),
