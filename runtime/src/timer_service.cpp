@@ -3,6 +3,7 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -18,7 +19,12 @@ struct TimerHandle {
   std::uint64_t owner;  // the cell's occupant when started: a recycled cell ignores the timer
   TimerId id;
   std::uint64_t period_ms;
-  std::uint64_t left_ms = 0;  // while parked
+  // When the reactor asked it to fire next, in uv_hrtime() nanoseconds: the time left that a
+  // move or a checkpoint carries over and a snapshot records comes from it, not from libuv's time
+  // left, which counts from a millisecond clock lagging by up to a kernel tick and includes
+  // arm()'s extra millisecond, so that each move or restore would make the timer later.
+  std::uint64_t due_ns = 0;
+  std::uint64_t left_ns = 0;  // while parked: what was left then (ParkedTime::kStoodStill)
   bool parked = false;        // between two workers: no loop owns `timer`
 };
 
@@ -39,6 +45,7 @@ void on_fire(uv_timer_t* t) {
   Cell* c = h->cell;
   auto* w = static_cast<Worker*>(t->loop->data);
   if (c->id.load(std::memory_order_relaxed) != h->owner) return;
+  h->due_ns = uv_hrtime() + h->period_ms * 1'000'000;  // libuv repeats a period after firing
   const TimerId id = h->id;
   if (h->period_ms == 0) {
     // One-shot: forget it before the hook, which may start a timer with the same map slot.
@@ -47,6 +54,11 @@ void on_fire(uv_timer_t* t) {
     uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
   }
   w->deliver_event(c, Event{.kind = EventKind::kTimer, .timer = id});
+}
+
+std::uint64_t left_ns(std::uint64_t due_ns) {
+  const std::uint64_t now = uv_hrtime();
+  return due_ns > now ? due_ns - now : 0;
 }
 
 void arm(Worker& w, TimerHandle* h, std::uint64_t delay_ms) {
@@ -71,6 +83,7 @@ void start_timer(Worker& w, Cell* c, TimerId id, std::chrono::nanoseconds delay,
   h->owner = c->id.load(std::memory_order_relaxed);
   h->id = id;
   h->period_ms = period.count() > 0 ? std::max<std::uint64_t>(1, to_ms(period)) : 0;
+  h->due_ns = uv_hrtime() + static_cast<std::uint64_t>(std::max<std::int64_t>(0, delay.count()));
   c->timers.emplace(id, h);
   arm(w, h, to_ms(delay));
 }
@@ -106,17 +119,20 @@ void park_timers(Worker&, Cell* c) {
     parked->owner = h->owner;
     parked->id = id;
     parked->period_ms = h->period_ms;
-    parked->left_ms = uv_timer_get_due_in(&h->timer);
+    parked->due_ns = h->due_ns;
+    parked->left_ns = left_ns(h->due_ns);
     parked->parked = true;
     uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
     h = parked;
   }
 }
 
-void rearm_timers(Worker& w, Cell* c) {
+void rearm_timers(Worker& w, Cell* c, ParkedTime time) {
   for (auto& [id, h] : c->timers) {
+    const std::uint64_t left = time == ParkedTime::kStoodStill ? h->left_ns : left_ns(h->due_ns);
     h->parked = false;
-    arm(w, h, h->left_ms);
+    h->due_ns = uv_hrtime() + left;
+    arm(w, h, to_ms(std::chrono::nanoseconds(left)));
   }
 }
 
@@ -126,8 +142,8 @@ void record_timers(Cell* c) {
   auto& saved = ReactorAccess::saved_timers(r);
   saved.clear();
   for (auto& [id, h] : c->timers) {
-    const std::uint64_t left = h->parked ? h->left_ms : uv_timer_get_due_in(&h->timer);
-    saved.push_back(ReactorAccess::SavedTimer{id, static_cast<std::int64_t>(left) * 1'000'000,
+    // A parked timer (a move under way) was due when it was: time runs on during a move.
+    saved.push_back(ReactorAccess::SavedTimer{id, static_cast<std::int64_t>(left_ns(h->due_ns)),
                                               static_cast<std::int64_t>(h->period_ms) * 1'000'000});
   }
 }

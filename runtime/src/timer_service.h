@@ -19,8 +19,12 @@ void start_timer(Worker& w, Cell* c, TimerId id, std::chrono::nanoseconds delay,
                  std::chrono::nanoseconds period);
 void cancel_timer(Worker& w, Cell* c, TimerId id);
 void close_timers(Worker& w, Cell* c);  // stops and frees all (teardown)
-void park_timers(Worker& w, Cell* c);   // before a move: stop, remember what is left
-void rearm_timers(Worker& w, Cell* c);  // after a move
+void park_timers(Worker& w, Cell* c);   // before a move or a checkpoint: stop, remember when due
+// After a move (kKeepsRunning: a timer due during the move fires at once), or after a
+// whole-process checkpoint (kStoodStill: each timer keeps the delay it had left when parked, as a
+// restored process's monotonic clock is another one).
+enum class ParkedTime { kKeepsRunning, kStoodStill };
+void rearm_timers(Worker& w, Cell* c, ParkedTime time = ParkedTime::kKeepsRunning);
 // Snapshot support: the reactor's live timers as (id, left, period), into its heap.
 void record_timers(Cell* c);
 // After a restore: start the timers recorded in the reactor's heap.

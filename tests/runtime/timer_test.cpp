@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "reactor_access.h"  // runtime/src: the timers a snapshot recorded
 #include "reheap/runtime.h"
+#include "reheap/snapshot.h"
 #include "runtime_support.h"
 
 namespace reheap {
@@ -250,6 +252,51 @@ TEST(Timers, TimersAreRestoredAfterASnapshotAndRestore) {
   const std::vector<Event> shots = only(after, "shot");
   ASSERT_EQ(shots.size(), 1u);
   EXPECT_EQ(shots[0].id, shot) << "the one-shot keeps its id";
+}
+
+// A move parks the timers and arms them again on the new worker, and a snapshot records the time
+// they have left. Neither may add to it: the live runtime arms a timer a millisecond late (so that
+// it never fires early), and a hundred moves that each carried that millisecond over would make
+// the timer a hundred milliseconds late; a snapshot carrying it would fire a restored timer late.
+TEST(Timers, MovesAndSnapshotsAddNothingToTheTimeATimerHasLeft) {
+  TempDir dir;
+  Log<Event> log;
+  Probe armed;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  SpawnOptions on0;
+  on0.worker = 0;
+  const ActorRef r = rt.spawn<Mover>(on0, &log, &armed);
+  ASSERT_EQ(rt.send(r, Arm{5000}), SendResult::kOk);
+  ASSERT_TRUE(armed.wait_for(1));
+  const auto armed_by = Clock::now();  // the one-shot was started before this
+  const TimerId shot = armed.value();
+  for (int i = 0; i < 100; ++i) {
+    const int to = i % 2 == 0 ? 1 : 0;
+    rt.move(r, to);  // done at the reactor's next turn: wait for it, so that every move happens
+    ASSERT_TRUE(rttest::wait_until([&] { return rt.stats(r).worker == to; })) << "move " << i;
+  }
+  const auto snapshot_from = Clock::now();  // its timers were recorded after this
+  rt.snapshot(r, dir / "mover.snap");
+  ASSERT_TRUE(rt.stop(r));
+  ASSERT_TRUE(rt.wait_stopped(r));
+  // Due at most 5000 ms after armed_by, so what was left when recorded is at most that less what
+  // had passed by snapshot_from. (When each move carried libuv's time left over, which counts
+  // from a millisecond clock lagging by up to a kernel tick and includes the millisecond a timer
+  // is armed late by, the 100 moves added ~100 ms.)
+  const auto most = std::chrono::duration_cast<std::chrono::nanoseconds>(5000ms - (snapshot_from - armed_by));
+  HeapPtr heap = reheap::restore(dir / "mover.snap");
+  auto* root = static_cast<Reactor*>(heap->root());
+  ASSERT_NE(root, nullptr);
+  bool found = false;
+  for (const auto& t : detail::ReactorAccess::saved_timers(*root)) {
+    if (t.id != shot) continue;
+    found = true;
+    EXPECT_LE(std::chrono::nanoseconds(t.due_in_ns), most)
+        << "the one-shot has " << t.due_in_ns / 1'000'000 << " ms left, more than the "
+        << most.count() / 1'000'000 << " ms it can have";
+    EXPECT_GT(std::chrono::nanoseconds(t.due_in_ns), most - 1s) << "a move or the snapshot lost time";
+  }
+  EXPECT_TRUE(found) << "the snapshot holds no one-shot";
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ void park_worker(detail::Worker& w, Barrier& b, bool close_connections) {
   }
   // A restored process's monotonic clock is another one: every timer keeps the delay it had left.
   uv_update_time(w.loop());
-  for (detail::Cell* c : parked) detail::rearm_timers(w, c);
+  for (detail::Cell* c : parked) detail::rearm_timers(w, c, detail::ParkedTime::kStoodStill);
   const std::lock_guard lock(b.mutex);
   ++b.resumed;
   b.cv.notify_all();
