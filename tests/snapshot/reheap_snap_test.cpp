@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -241,6 +242,19 @@ TEST_F(ReheapSnap, VerifyAcceptsAGoodFileAndRejectsAFlippedBitOrATruncation) {
   EXPECT_EQ(truncated.exit_code, 1) << truncated.out << truncated.err;
   EXPECT_NE(truncated.out.find(to_string(SnapshotErrc::kTruncated)), std::string::npos)
       << truncated.out;
+  // The file is named once per line, not again inside the message.
+  EXPECT_EQ(truncated.out.find(path("short.snap")), truncated.out.rfind(path("short.snap"))) << truncated.out;
+
+  // A flipped bit in the preamble's header length (bytes 12..15) or version (8..11): the file
+  // has its full size, so the message says what else the reader cannot tell apart.
+  copy_with_a_bit_flipped(path("good.snap"), path("length.snap"), 14);
+  const ToolResult length = run_tool({"verify", path("length.snap")});
+  EXPECT_EQ(length.exit_code, 1) << length.out << length.err;
+  EXPECT_NE(length.out.find("or the length field is damaged"), std::string::npos) << length.out;
+  copy_with_a_bit_flipped(path("good.snap"), path("version.snap"), 8);
+  const ToolResult version = run_tool({"verify", path("version.snap")});
+  EXPECT_EQ(version.exit_code, 1) << version.out << version.err;
+  EXPECT_NE(version.out.find("or its preamble is damaged"), std::string::npos) << version.out;
 
   // One bad file among good ones fails the run; an unreadable one is an error (3).
   EXPECT_EQ(run_tool({"verify", path("good.snap"), path("short.snap")}).exit_code, 1);
@@ -539,6 +553,22 @@ TEST_F(ReheapSnap, InfoAndVerifyExplainABrokenChain) {
   EXPECT_EQ(run_tool({"verify", path("inc.snap")}).exit_code, 0);
   EXPECT_EQ(run_tool({"verify", "--chain", path("inc.snap")}).exit_code, 1);
   EXPECT_EQ(run_tool({"compact", path("inc.snap"), path("out.snap")}).exit_code, 3);
+  // diff compacts an increment into $TMPDIR first; a chain that cannot be compacted leaves no
+  // temporary file behind.
+  const fs::path tmp = path("tmp");
+  fs::create_directory(tmp);
+  const char* was = std::getenv("TMPDIR");
+  const std::string previous = was != nullptr ? was : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  const ToolResult diff = run_tool({"diff", path("inc.snap"), path("inc.snap")});
+  if (was != nullptr) {
+    ::setenv("TMPDIR", previous.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  EXPECT_EQ(diff.exit_code, 3) << diff.out << diff.err;
+  EXPECT_NE(diff.err.find("base.snap"), std::string::npos) << diff.err;
+  EXPECT_TRUE(fs::is_empty(tmp)) << "diff left " << fs::directory_iterator(tmp)->path();
 }
 
 TEST_F(ReheapSnap, JsonEscapesAnyFileName) {

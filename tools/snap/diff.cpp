@@ -42,7 +42,15 @@ class FullSnapshot {
     temporary_ = path_ = name;
     std::fprintf(stderr, "reheap-snap: %s is an increment; compacting its chain to %s\n",
                  file.c_str(), name.c_str());
-    reheap::compact(file, path_);
+    try {
+      reheap::compact(file, path_);
+    } catch (...) {
+      // The destructor will not run for a constructor that throws: a broken chain must not leave
+      // an empty temporary behind on every call.
+      std::error_code ignored;
+      std::filesystem::remove(temporary_, ignored);
+      throw;
+    }
   }
   ~FullSnapshot() {
     if (!temporary_.empty()) {

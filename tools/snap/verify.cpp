@@ -66,7 +66,10 @@ void print_text(const std::vector<Outcome>& outcomes) {
                   static_cast<unsigned long long>(o.data_pages),
                   static_cast<unsigned long long>(o.zero_pages));
     } else {
-      std::printf("%s: %s: %s\n", o.file.c_str(), o.error.c_str(), o.message.c_str());
+      // The message names the file too (SnapshotError's text starts with it): once is enough.
+      const std::string named = o.file.string() + ": ";
+      const std::string message = o.message.rfind(named, 0) == 0 ? o.message.substr(named.size()) : o.message;
+      std::printf("%s: %s: %s\n", o.file.c_str(), o.error.c_str(), message.c_str());
     }
   }
 }

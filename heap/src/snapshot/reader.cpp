@@ -63,7 +63,8 @@ struct SnapshotReader::Impl {
     if (version != kFormatVersion) {
       fail(SnapshotErrc::kUnsupportedVersion, name,
            "snapshot format version " + std::to_string(version) + " is not supported (this reader knows version " +
-               std::to_string(kFormatVersion) + ")");
+               std::to_string(kFormatVersion) + "; the file comes from another build of reheap, or its " +
+               "preamble is damaged)");
     }
     const std::uint32_t length = get_u32(preamble + 12);
     if (length == 0 || length > kMaxHeaderSize) {
@@ -71,7 +72,16 @@ struct SnapshotReader::Impl {
     }
     std::vector<unsigned char> bytes(kPreambleSize + length);
     std::memcpy(bytes.data(), preamble, kPreambleSize);
-    read_exact(bytes.data() + kPreambleSize, length, "the header");
+    const std::size_t got_header = source->read(bytes.data() + kPreambleSize, length);
+    position += got_header;
+    if (got_header != length) {
+      // Nothing checks the length field before the header is read: a file cut short and a
+      // damaged length field look the same here.
+      fail(SnapshotErrc::kTruncated, name,
+           "the file ends at byte " + std::to_string(position) + ", inside the header, whose length field says " +
+               std::to_string(length) + " bytes (truncated, e.g. by a crash or an interrupted copy, or the " +
+               "length field is damaged)");
+    }
     unsigned char stored[kChecksumSize];
     read_exact(stored, kChecksumSize, "the header checksum");
     if (checksum(bytes.data(), bytes.size()) != get_u64(stored)) {
