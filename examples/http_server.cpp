@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,7 @@
 #include <unordered_map>
 
 #include "reheap/runtime.h"
+#include "reserved_port.h"
 
 namespace {
 
@@ -434,6 +436,15 @@ int main(int argc, char** argv) {
     g_failed.store(true);
     kill(getpid(), SIGTERM);
   };
+  // --port 0: one port for every Server, picked before the first listens (reserved_port.h).
+  std::optional<examples::ReservedPort> reserved;
+  try {
+    reserved.emplace(host, port);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "http_server: %s\n", e.what());
+    return 1;
+  }
+  port = reserved->port();
   reheap::Runtime rt(std::move(config));
   for (int w = 0; w < threads; ++w) {
     reheap::SpawnOptions options;

@@ -4,7 +4,8 @@
 // shard is restored from its file (Runtime::restore: the heap comes back at its addresses, the
 // data needs no parsing) or, without a manifest, spawned empty. A set that cannot be restored -
 // a corrupt, truncated or foreign file, a manifest that lies - stops the start with the file and
-// the reason, unless --ignore-bad-snapshot says to start empty instead. Then the saver and one
+// the reason, unless --ignore-bad-snapshot says to start empty instead, having moved the set's
+// files into a subdirectory (manifest.h, set_aside_saved_set). Then the saver and one
 // gateway per worker start, and the server says "ready".
 //
 // Shards are placed round robin over the workers. Their number is fixed by the first start
@@ -24,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <system_error>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -32,6 +35,7 @@
 
 #include "gateway.h"
 #include "manifest.h"
+#include "reserved_port.h"
 #include "reheap/runtime.h"
 #include "saver.h"
 #include "shard.h"
@@ -71,7 +75,8 @@ void on_listening(bool ok, const char* error) {
                "  --dir DIR                data directory: manifest and shard snapshots (default .)\n"
                "  --save \"S C ...\"         save after S seconds if C writes happened; \"\" never\n"
                "                           (default \"3600 1 300 100 60 10000\", as Redis)\n"
-               "  --ignore-bad-snapshot    start empty when the saved set cannot be restored\n");
+               "  --ignore-bad-snapshot    start empty when the saved set cannot be restored (its files\n"
+               "                           are moved into DIR/unrestorable-<n>)\n");
   std::exit(status);
 }
 
@@ -164,7 +169,9 @@ std::vector<reheap::ActorRef> restore_set(reheap::Runtime& rt, const Options& o,
       try {
         shards[i] = rt.restore(file, options);
       } catch (const std::exception& e) {
-        errors[i] = file.string() + ": " + e.what();
+        // Snapshot errors name the file already; the others get it in front.
+        const std::string what = e.what();
+        errors[i] = what.find(file.string()) != std::string::npos ? what : file.string() + ": " + what;
       }
     }
   };
@@ -239,6 +246,16 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // --port 0: one port for every gateway, picked before the first listens (reserved_port.h).
+  std::optional<examples::ReservedPort> reserved;
+  try {
+    reserved.emplace(o.host, o.port);
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "reheap-kv: cannot listen: %s\n", e.what());
+    return 1;
+  }
+  const std::uint16_t port = reserved->port();
+
   reheap::RuntimeConfig config;
   config.workers = o.workers;
   config.on_failure = [](const reheap::ReactorFailed& failure) {
@@ -253,7 +270,7 @@ int main(int argc, char** argv) {
   kv::SaverConfig saver;
   saver.dir = o.dir;
   saver.rules = rules;
-  saver.port = o.port;
+  saver.port = port;
   saver.workers = o.workers;
   saver.process_id = getpid();
   std::vector<reheap::ActorRef> shards;
@@ -269,17 +286,31 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "reheap-kv: cannot restore the saved set: %s\n"
                    "reheap-kv: refusing to start; fix or move the data directory, or start with "
-                   "--ignore-bad-snapshot to start empty (the next save replaces the set)\n",
+                   "--ignore-bad-snapshot to start empty (the set's files are then moved into "
+                   "an unrestorable-<n> subdirectory)\n",
                    e.what());
       return 1;
     }
-    std::fprintf(stderr, "reheap-kv: cannot restore the saved set, starting empty (--ignore-bad-snapshot): %s\n",
-                 e.what());
-    saver.file_bytes.clear();
     // The next save must not reuse the bad set's file names, even when the manifest is the bad
     // part: it saves above every file of the directory.
+    const std::uint64_t newest = kv::newest_file_generation(o.dir);
+    std::filesystem::path kept;
+    try {
+      kept = kv::set_aside_saved_set(o.dir);
+    } catch (const std::exception& moving) {
+      std::fprintf(stderr,
+                   "reheap-kv: cannot restore the saved set: %s\n"
+                   "reheap-kv: refusing to start, as its files could not be set aside: %s\n",
+                   e.what(), moving.what());
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "reheap-kv: cannot restore the saved set, starting empty (--ignore-bad-snapshot): %s\n"
+                 "reheap-kv: the set's files, the good shards' among them, are kept in %s\n",
+                 e.what(), kept.c_str());
+    saver.file_bytes.clear();
     saver.loaded = kv::Manifest{};
-    saver.loaded.generation = kv::newest_file_generation(o.dir);
+    saver.loaded.generation = newest;
   }
   saver.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   if (shards.empty()) {
@@ -305,7 +336,7 @@ int main(int argc, char** argv) {
   for (int w = 0; w < o.workers; ++w) {
     kv::GatewayConfig g;
     g.host = o.host;
-    g.port = o.port;
+    g.port = port;
     g.shards = shards;
     g.saver = saver_ref;
     g.save_rules = canonical_rules(rules);
@@ -320,7 +351,7 @@ int main(int argc, char** argv) {
     rt.shutdown();
     return 1;
   }
-  std::printf("reheap-kv: ready on %s:%u (%d worker%s, %zu shards, data in %s)\n", o.host.c_str(), o.port, o.workers,
+  std::printf("reheap-kv: ready on %s:%u (%d worker%s, %zu shards, data in %s)\n", o.host.c_str(), port, o.workers,
               o.workers == 1 ? "" : "s", shards.size(), o.dir.c_str());
   std::fflush(stdout);
 
