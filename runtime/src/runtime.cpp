@@ -345,7 +345,17 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
   }
   RestoreOptions heap_options;
   heap_options.layout = options.layout;
-  HeapPtr heap = reheap::restore(file, heap_options);
+  HeapPtr heap;
+  try {
+    heap = reheap::restore(file, heap_options);
+  } catch (const SnapshotError& e) {
+    if (e.code() != SnapshotErrc::kRangeInUse) throw;
+    // The usual cause here: the snapshot's own reactor still runs, in the addresses it needs.
+    throw SnapshotError(e.code(), std::string(e.what()) +
+                                      "; reheap::Runtime::restore: if that heap is a reactor of this runtime "
+                                      "(the snapshot's own reactor, still running, or a spawn that took its "
+                                      "addresses), stop it (Runtime::stop, then wait_stopped) before restoring");
+  }
   Reactor* reactor = detail::reactor_of(*heap, file);
   const ActorRef ref = detail::ReactorAccess::self(*reactor);
   std::uint64_t dead = 0;

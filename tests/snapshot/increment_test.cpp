@@ -183,6 +183,34 @@ TEST(SnapshotIncrement, CompactFoldsTheChainIntoOneFullSnapshot) {
   EXPECT_EQ(digest_of(*heap, find_case("gens")), chain.digests.back());
 }
 
+// compact(latest, out) onto a file latest depends on would lose that file's state and break
+// latest's chain: refused before anything is written. Onto latest itself it is allowed.
+TEST(SnapshotIncrement, CompactRefusesToWriteOverAnAncestorOfTheChain) {
+  Chain chain;
+  chain.build(3);
+  std::vector<std::uintmax_t> sizes;
+  for (const auto& f : chain.files) sizes.push_back(std::filesystem::file_size(f));
+  for (std::size_t g = 0; g + 1 < chain.files.size(); ++g) {
+    SCOPED_TRACE("ancestor " + std::to_string(g));
+    try {
+      compact(chain.files.back(), chain.files[g]);
+      ADD_FAILURE() << "compact wrote over an ancestor";
+    } catch (const SnapshotError& e) {
+      EXPECT_EQ(e.code(), SnapshotErrc::kMisuse);
+      EXPECT_NE(std::string(e.what()).find("a file of the chain being compacted"), std::string::npos) << e.what();
+    }
+  }
+  for (std::size_t g = 0; g < chain.files.size(); ++g) {
+    EXPECT_EQ(std::filesystem::file_size(chain.files[g]), sizes[g]) << chain.files[g];
+  }
+  EXPECT_EQ(snapshot_chain(chain.files.back()).size(), chain.files.size());
+  // The latest file itself becomes its full equivalent.
+  compact(chain.files.back(), chain.files.back());
+  EXPECT_EQ(verify_snapshot(chain.files.back()).kind, SnapshotKind::kFull);
+  HeapPtr heap = restore(chain.files.back());
+  EXPECT_EQ(digest_of(*heap, find_case("gens")), chain.digests.back());
+}
+
 TEST(SnapshotIncrement, ChainMovesWithItsDirectory) {
   Chain chain;
   chain.build(5);

@@ -101,6 +101,18 @@ struct ListedRefs {
 SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem::path& out) {
   HeapScope system(nullptr);
   const std::vector<std::filesystem::path> chain = snapshot_chain(latest);
+  // `out` may replace `latest` itself (its state, in one file), never a file `latest` depends on:
+  // that file's own state would be lost and `latest`'s chain broken, as save_increment refuses too.
+  std::error_code same_error;
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+    if (std::filesystem::equivalent(out, chain[i], same_error)) {
+      throw SnapshotError(SnapshotErrc::kMisuse,
+                          out.string() + ": is a file of the chain being compacted (" + chain[i].string() +
+                              ", an ancestor of " + latest.string() +
+                              "): the output would replace a snapshot the chain depends on; write it "
+                              "under another name");
+    }
+  }
   std::map<std::uintptr_t, PageSource> pages;
   SnapshotHeader final;
   Descriptors fds;
