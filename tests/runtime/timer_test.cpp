@@ -196,15 +196,22 @@ class Mover : public Reactor {
   TimerId shot_ = 0;
 };
 
+// A Mover spawned on worker 0, once it has armed a one-shot of `one_shot_ms`.
+ActorRef armed_mover_on_worker0(Runtime& rt, Log<Event>& log, Probe& armed, int one_shot_ms) {
+  SpawnOptions on0;
+  on0.worker = 0;
+  const ActorRef r = rt.spawn<Mover>(on0, &log, &armed);
+  EXPECT_EQ(rt.send(r, Arm{one_shot_ms}), SendResult::kOk);
+  EXPECT_TRUE(armed.wait_for(1));
+  return r;
+}
+
 TEST(Timers, TimersKeepFiringOnTheNewWorkerAfterAMove) {
   Log<Event> log;
   Probe armed;
   Runtime rt(RuntimeConfig{.workers = 2});
-  SpawnOptions on0;
-  on0.worker = 0;
-  const ActorRef r = rt.spawn<Mover>(on0, &log, &armed);
-  ASSERT_EQ(rt.send(r, Arm{200}), SendResult::kOk);
-  ASSERT_TRUE(armed.wait_for(1));
+  const ActorRef r = armed_mover_on_worker0(rt, log, armed, 200);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   ASSERT_TRUE(log.wait_size(4));  // armed, and some ticks on worker 0
   const std::size_t before_move = log.size();
   rt.move(r, 1);
@@ -263,11 +270,8 @@ TEST(Timers, MovesAndSnapshotsAddNothingToTheTimeATimerHasLeft) {
   Log<Event> log;
   Probe armed;
   Runtime rt(RuntimeConfig{.workers = 2});
-  SpawnOptions on0;
-  on0.worker = 0;
-  const ActorRef r = rt.spawn<Mover>(on0, &log, &armed);
-  ASSERT_EQ(rt.send(r, Arm{5000}), SendResult::kOk);
-  ASSERT_TRUE(armed.wait_for(1));
+  const ActorRef r = armed_mover_on_worker0(rt, log, armed, 5000);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   const auto armed_by = Clock::now();  // the one-shot was started before this
   const TimerId shot = armed.value();
   for (int i = 0; i < 100; ++i) {
