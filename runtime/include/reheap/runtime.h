@@ -92,7 +92,9 @@ struct RuntimeConfig {
   // of this file); kFixed: a reactor stays where it was spawned until Runtime::move.
   Placement placement = Placement::kLocality;
   std::chrono::milliseconds drain_timeout{5'000};
-  // Called on the failing reactor's worker thread, with no heap current. Must not block.
+  // Called on the failing reactor's worker thread, with no heap current. Must not block. Left
+  // empty, a failure whose reactor has no SpawnOptions::supervisor either is printed on stderr
+  // (one line: the reactor, the hook, the exception, stopped or restarted).
   std::function<void(const ReactorFailed&)> on_failure{};
   // The process's node identity (node_identity.h), which every ActorRef minted here carries and
   // which decides where the process's heaps lie in the zone: the node id (0..63; -1: REHEAP_NODE,
