@@ -19,10 +19,10 @@ struct TimerHandle {
   std::uint64_t owner;  // the cell's occupant when started: a recycled cell ignores the timer
   TimerId id;
   std::uint64_t period_ms;
-  // When the reactor asked it to fire next, in uv_hrtime() nanoseconds: the time left that a
-  // move or a checkpoint carries over and a snapshot records comes from it, not from libuv's time
-  // left, which counts from a millisecond clock lagging by up to a kernel tick and includes
-  // arm()'s extra millisecond, so that each move or restore would make the timer later.
+  // When the reactor asked it to fire next, in uv_hrtime() nanoseconds. The time left that a
+  // move or a checkpoint carries over and a snapshot records comes from it. libuv's own time left
+  // counts from a millisecond clock lagging by up to a kernel tick and includes arm()'s extra
+  // millisecond: carried over, it made each move or restore a little later than the last.
   std::uint64_t due_ns = 0;
   std::uint64_t left_ns = 0;  // while parked: what was left then (ParkedTime::kStoodStill)
   bool parked = false;        // between two workers: no loop owns `timer`
