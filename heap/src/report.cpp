@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,13 @@ void vprint(const char* format, va_list args) noexcept {
   }
 }
 
+void print(const char* format, ...) noexcept {
+  va_list args;
+  va_start(args, format);
+  vprint(format, args);
+  va_end(args);
+}
+
 }  // namespace
 
 void fatal(const char* format, ...) noexcept {
@@ -38,10 +46,37 @@ void fatal(const char* format, ...) noexcept {
   std::abort();
 }
 
+namespace {
+
+char* name_current(char (&buffer)[48], std::uint64_t current) noexcept {
+  std::snprintf(buffer, sizeof buffer, current == 0 ? "none" : "heap %llu",
+                static_cast<unsigned long long>(current));
+  return buffer;
+}
+
+// Release builds ignore a free whose heap is not current, and count it. The first one is said on
+// stderr too: it is never a legitimate call (unlike a stale pointer's delete during process exit),
+// and what it leaves behind (the block still allocated, and an object that replaced it, as a
+// std::string assigned outside a HeapScope, now pointing outside its heap) otherwise shows only
+// later, in another process that restores the heap.
+void warn_once_not_current(const void* ptr, std::uint64_t owner, std::uint64_t current) noexcept {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true, std::memory_order_relaxed)) return;
+  char current_name[48];
+  print("free of %p ignored: the block belongs to heap %llu, which is not the current heap "
+        "(current: %s); make its heap current with reheap::HeapScope before changing or deleting "
+        "objects that live in it. The block stays allocated; reported once, the rest are counted "
+        "in ZoneStats::ignored_frees; a build with -DREHEAP_CHECKS=ON stops at the first",
+        ptr, static_cast<unsigned long long>(owner), name_current(current_name, current));
+}
+
+}  // namespace
+
 void report_misuse(Misuse kind, const void* ptr, std::uint64_t owner,
                    std::uint64_t current) noexcept {
   if constexpr (!kChecks) {
     zone().count_ignored_free();
+    if (kind == Misuse::kNotCurrentHeap) warn_once_not_current(ptr, owner, current);
     return;
   }
   const auto id = static_cast<unsigned long long>(owner);
@@ -49,15 +84,11 @@ void report_misuse(Misuse kind, const void* ptr, std::uint64_t owner,
     case Misuse::kDoubleFree:
       fatal("double free of %p in heap %llu", ptr, id);
     case Misuse::kNotCurrentHeap: {
-      char current_name[48] = "none";
-      if (current != 0) {
-        std::snprintf(current_name, sizeof current_name, "heap %llu",
-                      static_cast<unsigned long long>(current));
-      }
+      char current_name[48];
       fatal("free of %p: the block belongs to heap %llu, which is not the current heap (current: "
             "%s); make its heap current with reheap::HeapScope before deleting objects that "
             "live in it",
-            ptr, id, current_name);
+            ptr, id, name_current(current_name, current));
     }
     case Misuse::kNeverHandedOut:
       fatal("free of %p: heap %llu never handed out a block at this address", ptr, id);

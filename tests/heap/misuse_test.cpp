@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "reheap/heap.h"
@@ -237,6 +239,32 @@ TEST_F(IgnoredFreeTest, DeletingAHeapBlockWhileNoHeapIsCurrentIsIgnoredAndCounte
   EXPECT_TRUE(all_bytes_are(p, 100 * KiB, 0x11));
   heap->deallocate(p);
   EXPECT_EQ(heap->stats().live_blocks, 0u);
+}
+
+// The first free ignored because its heap is not current is also said on stderr (in a fresh
+// process: it is said once per process). A stale pointer's delete stays quiet: a static object
+// destroyed at exit after its heap may do that legitimately.
+TEST_F(IgnoredFreeTest, TheFirstFreeIgnoredBecauseItsHeapIsNotCurrentIsSaidOnStderr) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a new process: nothing said yet
+  EXPECT_EXIT(
+      {
+        HeapPtr heap = Heap::create();
+        ::operator delete(launder(heap->allocate(64)));
+        std::_Exit(Zone::stats().ignored_frees == 1 ? 0 : 1);
+      },
+      testing::ExitedWithCode(0),
+      "reheap: free of 0x[0-9a-f]+ ignored: the block belongs to heap [0-9]+, which is not the "
+      "current heap \\(current: none\\); make its heap current with reheap::HeapScope");
+  EXPECT_EXIT(
+      {
+        HeapPtr heap = Heap::create();
+        void* p = heap->allocate(64);
+        heap.reset();
+        ::operator delete(launder(p));
+        std::fprintf(stderr, "done\n");
+        std::_Exit(0);
+      },
+      testing::ExitedWithCode(0), "^done\n$");
 }
 
 TEST_F(IgnoredFreeTest, DeletingABlockOfADestroyedHeapIsIgnoredAndCounted) {
