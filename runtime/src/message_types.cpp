@@ -5,7 +5,10 @@
 // such a message would be delivered to the other type's handler, reading its bytes as another
 // layout. A type registers on its first handle<>() or send (message_type_owns_id caches the
 // answer per type), so the registry's lock is taken once per type, never per message.
+#include <cxxabi.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -43,6 +46,23 @@ bool claim_message_type(std::uint64_t id, const std::type_info& type) noexcept {
   } catch (const std::bad_alloc&) {
     return false;  // cannot record an owner: refuse rather than risk a clash going unseen
   }
+}
+
+std::string message_type_name_of(std::uint64_t id) {
+  HeapScope system(nullptr);
+  const std::type_info* type = nullptr;
+  {
+    TypeRegistry& r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.owners.find(id);
+    if (it == r.owners.end()) return "";
+    type = it->second;
+  }
+  int status = 0;
+  char* readable = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && readable != nullptr ? readable : type->name();
+  std::free(readable);
+  return name;
 }
 
 void throw_message_type_clash(std::uint64_t id, std::string_view name) {

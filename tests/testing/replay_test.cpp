@@ -157,8 +157,11 @@ TEST(Replay, AReactorReadingTheClockDirectlyDivergesAtTheEventThatSentIt) {
     EXPECT_NE(d.expected().find("[\"stamp\","), std::string::npos) << d.expected();
     EXPECT_NE(d.actual().find("[\"stamp\","), std::string::npos) << d.actual();
     EXPECT_NE(d.expected(), d.actual());
+    // The message types by their C++ names, not only their ids.
+    EXPECT_NE(d.expected().find("::Stamp), msgpack"), std::string::npos) << d.expected();
     const std::string what = d.what();
-    EXPECT_NE(what.find("diverged at event 4 (on_message"), std::string::npos) << what;
+    EXPECT_NE(what.find("diverged at event 4 (on_message: a message of type 0x"), std::string::npos) << what;
+    EXPECT_NE(what.find("::Hello) ("), std::string::npos) << what;
     EXPECT_NE(what.find("the heap matched the recording after event 3"), std::string::npos) << what;
     EXPECT_NE(what.find("run_to(3)"), std::string::npos) << what;
   }

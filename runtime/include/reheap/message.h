@@ -84,6 +84,9 @@ constexpr std::uint64_t message_type_id() noexcept {
 namespace detail {
 // Makes `type` the owner of `id` unless another type owns it; true when `type` owns it.
 bool claim_message_type(std::uint64_t id, const std::type_info& type) noexcept;
+// The C++ name of the type that owns `id` in this process, or "" if no type sent or handled
+// with that id yet: for reports of recorded messages, which keep only the id.
+std::string message_type_name_of(std::uint64_t id);
 [[noreturn]] void throw_message_type_clash(std::uint64_t id, std::string_view name);
 
 // Whether V owns its type id. The first use of V asks the process-wide registry; every later one

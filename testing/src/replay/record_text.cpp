@@ -65,6 +65,11 @@ std::string render_payload(Encoding encoding, const void* data, std::size_t size
   return out;
 }
 
+std::string type_text(std::uint64_t type_id) {
+  const std::string name = reheap::detail::message_type_name_of(type_id);
+  return hex64(type_id) + (name.empty() ? "" : " (" + name + ")");
+}
+
 std::string describe_record(const LogRecord& r, bool with_answer) {
   switch (r.kind) {
     case RecordKind::kSystemNow:
@@ -77,7 +82,7 @@ std::string describe_record(const LogRecord& r, bool with_answer) {
     case RecordKind::kWorker:
       return "worker()";
     case RecordKind::kSend:
-      return "send to " + reference(r.ref) + ": type " + hex64(r.type_id) + ", " + encoding_name(r.encoding) +
+      return "send to " + reference(r.ref) + ": type " + type_text(r.type_id) + ", " + encoding_name(r.encoding) +
              ", " + payload_text(r) +
              (with_answer ? std::string(" -> ") + reheap::to_string(static_cast<SendResult>(r.result)) : "");
     case RecordKind::kSpawn:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "reheap/message.h"
@@ -18,5 +19,9 @@ std::string describe_record(const LogRecord& record, bool with_answer);
 
 // A payload as text: msgpack decoded, raw and system bytes in hex (at most 64 of them shown).
 std::string render_payload(Encoding encoding, const void* data, std::size_t size);
+
+// A recorded message type id as a report shows it: "0x<16 hex digits>", and the C++ type's name
+// when a type of this program has that id ("0x... (bank::Deposit)").
+std::string type_text(std::uint64_t type_id);
 
 }  // namespace reheap::testing::detail

@@ -1,7 +1,7 @@
 // RecordedLog (see recorded_log.h).
 #include "recorded_log.h"
 
-#include <cstdio>
+#include "record_text.h"
 
 namespace reheap::testing::detail {
 
@@ -52,7 +52,6 @@ RecordedLog read_recorded_log(const std::filesystem::path& file_or_directory) {
 }
 
 std::string describe_input(const LogRecord& input) {
-  char type[32];
   switch (input.kind) {
     case RecordKind::kStart:
       return "on_start";
@@ -61,8 +60,7 @@ std::string describe_input(const LogRecord& input) {
     case RecordKind::kStop:
       return "on_stop";
     case RecordKind::kMessage:
-      std::snprintf(type, sizeof type, "0x%016llx", static_cast<unsigned long long>(input.type_id));
-      return std::string("on_message: a message of type ") + type + " (" + std::to_string(input.bytes.size()) +
+      return "on_message: a message of type " + type_text(input.type_id) + " (" + std::to_string(input.bytes.size()) +
              " bytes) from " + (input.ref ? "reactor " + std::to_string(input.ref.value()) : "outside any reactor");
     case RecordKind::kTimer:
       return "on_timer: timer " + std::to_string(input.id);
