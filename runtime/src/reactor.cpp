@@ -150,7 +150,8 @@ namespace reheap::detail {
 // A program that links the runtime without reheap::global_new (or whose own operator new wins)
 // builds its reactors with malloc: they would run, and their snapshots would hold an empty heap
 // whose root points into the process's malloc memory. Refused at the first spawn instead.
-void refuse_reactor_outside_heap(HeapPtr heap, Reactor* reactor, const char* who) {
+void require_reactor_in_heap(HeapPtr& heap, Reactor* reactor, const char* who) {
+  if (heap->owns(reactor)) [[likely]] return;
   HeapScope system(nullptr);
   char where[32];
   std::snprintf(where, sizeof where, "%p", static_cast<void*>(reactor));

@@ -31,8 +31,9 @@ struct ReactorAccess {
   }
 };
 
-// Throws std::logic_error naming `who` (after deleting the reactor and dropping its heap) when a
-// spawn built the reactor outside its heap, as a program without reheap::global_new does.
-[[noreturn]] void refuse_reactor_outside_heap(HeapPtr heap, Reactor* reactor, const char* who);
+// Returns if `heap` holds `reactor`. Otherwise the spawn built it outside its heap, as a program
+// without reheap::global_new does: deletes the reactor, drops the heap and throws
+// std::logic_error naming `who`.
+void require_reactor_in_heap(HeapPtr& heap, Reactor* reactor, const char* who);
 
 }  // namespace reheap::detail

@@ -226,10 +226,9 @@ ActorRef Runtime::spawn_constructed(const SpawnOptions& options, ReactorHost::Co
     abandon_spawn(std::move(heap), std::current_exception());
     throw;
   }
-  if (!heap->owns(reactor)) [[unlikely]] detail::refuse_reactor_outside_heap(std::move(heap), reactor, "reheap::Runtime::spawn");
+  detail::require_reactor_in_heap(heap, reactor, "reheap::Runtime::spawn");
   return finish_spawn(std::move(heap), options, reactor);
 }
-
 
 void Runtime::abandon_spawn(HeapPtr heap, std::exception_ptr error) noexcept {
   HeapScope system(nullptr);

@@ -225,9 +225,7 @@ ActorRef TestRuntime::Impl::spawn(ActorRef, const SpawnOptions& options, Reactor
     if (heap->stats().live_bytes != 0) abandoned.push_back(std::move(heap));
     throw;
   }
-  if (!heap->owns(reactor)) [[unlikely]] {
-    reheap::detail::refuse_reactor_outside_heap(std::move(heap), reactor, "reheap::testing::TestRuntime::spawn");
-  }
+  reheap::detail::require_reactor_in_heap(heap, reactor, "reheap::testing::TestRuntime::spawn");
   return admit(std::move(heap), reactor, options, false);
 }
 

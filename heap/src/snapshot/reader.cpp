@@ -37,14 +37,16 @@ struct SnapshotReader::Impl {
   std::uint64_t pending_bytes = 0;
   std::uintptr_t pending_address = 0;
 
-  // Reads exactly `n` bytes, or fails with kTruncated naming what was being read.
-  void read_exact(void* data, std::size_t n, const char* what) {
+  // Reads exactly `n` bytes, or fails with kTruncated naming what was being read (and `or_else`,
+  // another cause the reader cannot tell from a truncation, if any).
+  void read_exact(void* data, std::size_t n, const char* what, const char* or_else = nullptr) {
     const std::size_t got = source->read(data, n);
     position += got;
     if (got != n) {
       fail(SnapshotErrc::kTruncated, name,
            std::string("the file ends inside ") + what + " at byte " + std::to_string(position) +
-               " (truncated, e.g. by a crash or an interrupted copy)");
+               " (truncated, e.g. by a crash or an interrupted copy" +
+               (or_else != nullptr ? std::string(", or ") + or_else : std::string()) + ")");
     }
   }
 
@@ -72,16 +74,10 @@ struct SnapshotReader::Impl {
     }
     std::vector<unsigned char> bytes(kPreambleSize + length);
     std::memcpy(bytes.data(), preamble, kPreambleSize);
-    const std::size_t got_header = source->read(bytes.data() + kPreambleSize, length);
-    position += got_header;
-    if (got_header != length) {
-      // Nothing checks the length field before the header is read: a file cut short and a
-      // damaged length field look the same here.
-      fail(SnapshotErrc::kTruncated, name,
-           "the file ends at byte " + std::to_string(position) + ", inside the header, whose length field says " +
-               std::to_string(length) + " bytes (truncated, e.g. by a crash or an interrupted copy, or the " +
-               "length field is damaged)");
-    }
+    // Nothing checks the length field before the header is read: a file cut short and a damaged
+    // length field look the same here.
+    const std::string header_text = "the header (" + std::to_string(length) + " bytes, says its length field)";
+    read_exact(bytes.data() + kPreambleSize, length, header_text.c_str(), "the length field is damaged");
     unsigned char stored[kChecksumSize];
     read_exact(stored, kChecksumSize, "the header checksum");
     if (checksum(bytes.data(), bytes.size()) != get_u64(stored)) {
