@@ -48,12 +48,14 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "reheap/actor_ref.h"
+#include "reheap/ask_slot.h"
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
 #include "reheap/message.h"
@@ -177,6 +179,30 @@ class Runtime {
     return detail::send_outside(impl_.get(), to, e, result);
   }
 
+  // Asks a reactor from a thread outside the runtime and blocks for the answer: sends `request`
+  // to `to` from a reactor spawned for this call (the asker, named "ask") and waits until a
+  // message of type Reply reaches the asker, or `timeout` passes. The asked reactor answers as it
+  // answers any reactor: to sender(), in the handler or later; the asker ignores messages of other
+  // types. Returns the reply; nullopt if none came in time, the runtime shut down meanwhile, or
+  // the request was refused: `*sent` (if given) says which (kOk: it was delivered; else why not:
+  // kNoSuchReactor, kMailboxFull, kShuttingDown, ...). A reply that does not decode as Reply
+  // throws MessageError. The asker stops when ask returns: a later answer is refused
+  // (kNoSuchReactor) and lost. Each call spawns and stops a reactor (about the cost of a spawn
+  // and two messages): this is for main, tests, tools and admin paths. A reactor sends its
+  // request and handles the answer as a message instead; on a worker ask throws
+  // std::logic_error.
+  template <class Reply, class Request>
+  std::optional<Reply> ask(ActorRef to, const Request& request,
+                           std::chrono::nanoseconds timeout = std::chrono::seconds(1),
+                           SendResult* sent = nullptr) {
+    HeapScope system(nullptr);  // the slot and the reply are process memory, whatever is current
+    auto slot = std::make_shared<detail::TypedAskSlot<Reply>>();
+    SendResult encoded = SendResult::kOk;
+    detail::Envelope* e = detail::encode(request, &encoded);
+    if (!ask_erased(to, e, encoded, slot, timeout, sent)) return std::nullopt;
+    return slot->take();
+  }
+
   // Asks the reactor to stop: it handles the messages sent to it before, then on_stop. Returns
   // false if no such reactor lives.
   bool stop(ActorRef ref);
@@ -246,6 +272,10 @@ class Runtime {
   // The constructor threw: the heap goes, unless the exception may still point into it.
   void abandon_spawn(HeapPtr heap, std::exception_ptr error) noexcept;
   ActorRef finish_spawn(HeapPtr heap, const SpawnOptions& options, Reactor* reactor);
+  // ask without its types: takes `request` (null: encoding failed with `encoded`) whatever happens.
+  bool ask_erased(ActorRef to, detail::Envelope* request, SendResult encoded,
+                  std::shared_ptr<detail::AskSlot> slot, std::chrono::nanoseconds timeout,
+                  SendResult* sent);
 
   std::unique_ptr<detail::RuntimeImpl> impl_;
 };

@@ -1,0 +1,114 @@
+// Runtime::ask: the asker reactor and the slot its answer waits in (ask_slot.h).
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "reheap/ask_slot.h"
+#include "reheap/heap_scope.h"
+#include "reheap/runtime.h"
+#include "envelope.h"
+#include "runtime_impl.h"
+
+namespace reheap {
+namespace detail {
+
+bool AskSlot::deliver(const Message& message) {
+  if (message.type_id() != reply_type_) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (answered_ || abandoned_) return false;
+  {
+    // The reply and a decode error's text must outlive the asker's heap.
+    HeapScope system(nullptr);
+    try {
+      decode(message);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+  }
+  answered_ = true;
+  changed_.notify_all();
+  return true;
+}
+
+void AskSlot::close() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  closed_ = true;
+  changed_.notify_all();
+}
+
+bool AskSlot::wait(std::chrono::nanoseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto settled = [this] { return answered_ || closed_; };
+  // wait_for adds the timeout to now(): a timeout of years would overflow the clock.
+  if (timeout >= std::chrono::hours(24 * 365)) {
+    changed_.wait(lock, settled);
+  } else {
+    changed_.wait_for(lock, timeout, settled);
+  }
+  abandoned_ = true;
+  if (!answered_) return false;
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+namespace {
+
+// Spawned for one ask: the request goes out under its reference, and the first message of the
+// reply type that comes back is the answer. It holds the slot, which is process memory, so it must
+// never be snapshotted; nothing outside this file knows its type or asks for that.
+class Asker final : public Reactor {
+ public:
+  explicit Asker(std::shared_ptr<AskSlot> slot) noexcept : slot_(std::move(slot)) {}
+  void on_message(const Message& message) override {
+    if (slot_->deliver(message)) stop();
+  }
+  void on_stop() override { slot_->close(); }
+
+ private:
+  std::shared_ptr<AskSlot> slot_;
+};
+
+}  // namespace
+}  // namespace detail
+
+bool Runtime::ask_erased(ActorRef to, detail::Envelope* request, SendResult encoded,
+                         std::shared_ptr<detail::AskSlot> slot, std::chrono::nanoseconds timeout,
+                         SendResult* sent) {
+  HeapScope system(nullptr);
+  const auto refuse = [&](SendResult why) {
+    if (request != nullptr) detail::free_envelope(request);
+    if (sent != nullptr) *sent = why;
+    return false;
+  };
+  try {
+    impl_->require_outside_workers("ask");
+  } catch (...) {
+    refuse(SendResult::kOk);
+    throw;
+  }
+  if (request == nullptr) return refuse(encoded);
+  if (!impl_->accepting.load()) return refuse(SendResult::kShuttingDown);
+  SpawnOptions options;
+  options.name = "ask";
+  options.recording = recording_off();
+  ActorRef asker;
+  try {
+    asker = spawn<detail::Asker>(options, slot);
+  } catch (...) {
+    // Shutdown began between the check and the spawn.
+    if (!impl_->accepting.load()) return refuse(SendResult::kShuttingDown);
+    refuse(SendResult::kOk);
+    throw;
+  }
+  const SendResult result = detail::send_as(*impl_, asker, to, request, SendResult::kOk);
+  if (sent != nullptr) *sent = result;
+  // An asker that took an answer (decodable or not) stops itself; a stop sent to it as well would
+  // end as a dead letter.
+  const bool answered = result == SendResult::kOk && slot->wait(timeout);
+  if (!answered) stop(asker);
+  return answered;
+}
+
+}  // namespace reheap
