@@ -1,5 +1,6 @@
 // Heap statistics, derived on request so that no allocation or free pays for bookkeeping:
 // live class blocks are the blocks carved minus the blocks on the free lists and in purged lanes.
+#include "foreign_frees.h"
 #include "heap_state.h"
 #include "layout.h"
 
@@ -33,6 +34,7 @@ HeapStats Heap::stats() const noexcept {
   s.live_blocks += h->large_live_blocks + h->huge_live_blocks;
   s.live_bytes += s.large_live_bytes + s.huge_live_bytes;
   s.failed_allocations = h->failed;
+  s.foreign_frees = detail::foreign_frees_of(h->id);
   s.os.mprotect = detail::mprotect_calls(h);
   s.os.madvise = h->madvise_calls + detail::purge_calls(h);
   return s;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "foreign_frees.h"
 #include "layout.h"
 #include "zone_impl.h"
 
@@ -65,9 +66,12 @@ void warn_once_not_current(const void* ptr, std::uint64_t owner, std::uint64_t c
   char current_name[48];
   print("free of %p ignored: the block belongs to heap %llu, which is not the current heap "
         "(current: %s); make its heap current with reheap::HeapScope before changing or deleting "
-        "objects that live in it. The block stays allocated; reported once, the rest are counted "
-        "in ZoneStats::ignored_frees; a build with -DREHEAP_CHECKS=ON stops at the first",
-        ptr, static_cast<unsigned long long>(owner), name_current(current_name, current));
+        "objects that live in it. The block stays allocated, and saves of heap %llu are refused from "
+        "now on (an object in it may point outside it); reported once, the rest are counted in "
+        "ZoneStats::ignored_frees and HeapStats::foreign_frees; a build with -DREHEAP_CHECKS=ON "
+        "stops at the first",
+        ptr, static_cast<unsigned long long>(owner), name_current(current_name, current),
+        static_cast<unsigned long long>(owner));
 }
 
 }  // namespace
@@ -76,7 +80,10 @@ void report_misuse(Misuse kind, const void* ptr, std::uint64_t owner,
                    std::uint64_t current) noexcept {
   if constexpr (!kChecks) {
     zone().count_ignored_free();
-    if (kind == Misuse::kNotCurrentHeap) warn_once_not_current(ptr, owner, current);
+    if (kind == Misuse::kNotCurrentHeap) {
+      count_foreign_free(owner);
+      warn_once_not_current(ptr, owner, current);
+    }
     return;
   }
   const auto id = static_cast<unsigned long long>(owner);

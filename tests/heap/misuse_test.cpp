@@ -10,9 +10,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <unistd.h>
 
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
+#include "reheap/snapshot.h"
 #include "reheap/zone.h"
 #include "misuse_support.h"
 
@@ -265,6 +271,55 @@ TEST_F(IgnoredFreeTest, TheFirstFreeIgnoredBecauseItsHeapIsNotCurrentIsSaidOnStd
         std::_Exit(0);
       },
       testing::ExitedWithCode(0), "^done\n$");
+}
+
+std::string file_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The object that freed another heap's block usually holds memory from outside its heap now, so
+// a snapshot of that heap would not restore: saves refuse it, name it, and write nothing. The
+// count is the heap's, not the zone's: other heaps save, and a heap later created on its
+// recycled chunk starts clean.
+TEST_F(IgnoredFreeTest, AHeapWhoseBlockWasFreedWhileItWasNotCurrentRefusesSaves) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("reheap-foreign-free-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  HeapPtr a = Heap::create();
+  HeapPtr b = Heap::create();
+  void* p = a->allocate(64);
+  std::memset(p, 0xAB, 64);
+  Snapshotter saves_a(*a, WriteTracking::kOff);
+  saves_a.save(dir / "a.snap");
+  const std::string saved = file_text(dir / "a.snap");
+  {
+    HeapScope scope(*b);
+    ::operator delete(launder(p));
+  }
+  EXPECT_EQ(a->stats().foreign_frees, 1u);
+  EXPECT_EQ(b->stats().foreign_frees, 0u);
+  try {
+    saves_a.save(dir / "a.snap");
+    ADD_FAILURE() << "the save of a heap with a foreign free went through";
+  } catch (const SnapshotError& e) {
+    EXPECT_EQ(e.code(), SnapshotErrc::kMisuse);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("heap " + std::to_string(a->id()) + ": "), std::string::npos) << what;
+    EXPECT_NE(what.find("1 free(s) of its blocks were ignored"), std::string::npos) << what;
+    EXPECT_NE(what.find("HeapScope"), std::string::npos) << what;
+    EXPECT_NE(what.find("Nothing was written"), std::string::npos) << what;
+  }
+  EXPECT_EQ(file_text(dir / "a.snap"), saved) << "the previous file changed";
+  EXPECT_THROW(Snapshotter(*a, WriteTracking::kOff).save(dir / "a2.snap"), SnapshotError);
+  EXPECT_FALSE(std::filesystem::exists(dir / "a2.snap"));
+  Snapshotter(*b, WriteTracking::kOff).save(dir / "b.snap");  // another heap saves
+  // A heap created where `a` was (the zone's heap cache hands its first chunk on) starts clean.
+  a.reset();
+  HeapPtr c = Heap::create();
+  EXPECT_EQ(c->stats().foreign_frees, 0u);
+  Snapshotter(*c, WriteTracking::kOff).save(dir / "c.snap");
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(IgnoredFreeTest, DeletingABlockOfADestroyedHeapIsIgnoredAndCounted) {

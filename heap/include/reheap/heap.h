@@ -74,6 +74,10 @@ struct HeapStats {
   std::size_t huge_retained_bytes = 0;
   std::size_t retained_resident_bytes = 0;
   std::uint64_t failed_allocations = 0;  // refused by the limit or by an exhausted zone
+  // Frees of the heap's blocks that were ignored because another heap, or none, was current on
+  // the freeing thread (release builds; checked builds abort). Not 0: the heap's saves are
+  // refused, since an object in it may now point outside it (snapshot.h).
+  std::uint64_t foreign_frees = 0;
   OsCallStats os;
 };
 

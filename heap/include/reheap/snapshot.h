@@ -17,7 +17,9 @@
 // Rules: save between operations on the heap, on the thread using it (the heap may be current or
 // not; the snapshot code allocates nothing in it). Errors throw SnapshotError naming the file and
 // the problem. A failed save leaves the previous file intact and loses no tracked write (the next
-// increment still holds it); a failed restore leaves nothing behind in the zone.
+// increment still holds it); a failed restore leaves nothing behind in the zone. A heap with a
+// foreign free (HeapStats::foreign_frees: a block of it freed while it was not current, which
+// release builds ignore) is not saved (misuse): an object in it may point outside it.
 // The file format is specified in heap/SNAPSHOT_FORMAT.md.
 #pragma once
 

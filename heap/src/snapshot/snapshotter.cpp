@@ -16,6 +16,7 @@
 #include <chrono>
 #include <map>
 
+#include "../foreign_frees.h"
 #include "../heap_fast.h"
 #include "../zone_impl.h"
 #include "checked_conversion.h"
@@ -234,6 +235,16 @@ std::vector<Segment> Snapshotter::State::gather(const std::vector<ChunkRun>& run
 SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std::string& parent_name,
                                        const std::string& fallback) {
   require_alive();
+  if (const std::uint64_t foreign = detail::foreign_frees_of(heap->id); foreign != 0) {
+    throw SnapshotError(
+        SnapshotErrc::kMisuse,
+        "heap " + std::to_string(heap->id) + ": " + std::to_string(foreign) +
+            " free(s) of its blocks were ignored because the heap was not current on the freeing "
+            "thread (the first was printed on stderr): an object in it may now point outside it "
+            "(say, a std::string assigned outside a HeapScope), so a snapshot would not restore. "
+            "Nothing was written. Make the heap current (reheap::HeapScope) wherever its objects "
+            "change; a build with -DREHEAP_CHECKS=ON stops at the first such free");
+  }
   const std::vector<ChunkRun> runs = chunk_runs(heap);
   std::vector<std::uintptr_t> fresh;
   collect_failed = false;
