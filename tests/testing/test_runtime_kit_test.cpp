@@ -85,6 +85,20 @@ TEST(TestRuntimeAsk, TimesOutWhenNobodyAnswers) {
   EXPECT_EQ(rt.reactor<Probe>(probe).count<Question>(), 1u);
 }
 
+TEST(TestRuntimeAsk, ARefusedRequestReturnsAtOnceAndSaysWhy) {
+  TestRuntime rt;
+  const ActorRef oracle = rt.spawn<Oracle>();
+  rt.stop(oracle);
+  rt.run();
+  reheap::SendResult sent = reheap::SendResult::kOk;
+  EXPECT_FALSE(rt.ask<Answer>(oracle, Question{1}, 1s, &sent).has_value());
+  EXPECT_EQ(sent, reheap::SendResult::kNoSuchReactor);
+  EXPECT_EQ(rt.steady_now(), VirtualClock::kSteadyEpoch);  // no waiting for an answer
+  const ActorRef other = rt.spawn<Oracle>();
+  EXPECT_TRUE(rt.ask<Answer>(other, Question{2}, 1s, &sent).has_value());
+  EXPECT_EQ(sent, reheap::SendResult::kOk);
+}
+
 // ---- Probe ----
 
 class Reporter : public Reactor {

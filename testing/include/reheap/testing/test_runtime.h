@@ -180,18 +180,21 @@ class TestRuntime {
   // ---- ask ----
   // Sends `request` to `to` from a temporary Probe and runs until a Reply reaches the probe,
   // advancing the clock from timer to timer but by at most `timeout`; nullopt if none came, the
-  // clock then standing `timeout` after the call. Other work pending at the call runs as well (it
-  // is one runtime). The convention: the asked reactor answers to sender(), in the handler or
-  // later (from a timer, or after asking others). The probe is stopped and its heap destroyed
+  // clock then standing `timeout` after the call; nullopt at once if the request was refused
+  // (`*sent`, if given, says why; kOk when it was delivered), as in Runtime::ask. Other work
+  // pending at the call runs as well (it is one runtime). The convention: the asked reactor
+  // answers to sender(), in the handler or later (from a timer, or after asking others). The probe is stopped and its heap destroyed
   // before ask returns, so a late answer is refused (kNoSuchReactor) and lost. A failure of a
   // hook under kRethrow passes through ask.
   template <class Reply, class Request>
   std::optional<Reply> ask(ActorRef to, const Request& request,
-                           std::chrono::nanoseconds timeout = std::chrono::seconds(1)) {
+                           std::chrono::nanoseconds timeout = std::chrono::seconds(1),
+                           SendResult* sent = nullptr) {
     SpawnOptions options;
     options.name = "ask";
     const ActorRef probe = spawn<Probe>(options);
     SendResult result = send_from(probe, to, request);
+    if (sent != nullptr) *sent = result;
     std::optional<Reply> reply;
     try {
       if (result == SendResult::kOk) {
