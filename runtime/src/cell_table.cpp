@@ -5,6 +5,7 @@
 
 #include "cell_table.h"
 #include "reheap/heap_scope.h"
+#include "mailbox_command.h"
 #include "snapshot_request.h"
 
 namespace reheap::detail {
@@ -55,7 +56,7 @@ std::uint64_t CellTable::drain(Cell* c) noexcept {
   std::uint64_t n = 0;
   while (Envelope* e = c->mailbox.pop()) {
     c->mailbox.uncount(e);
-    abandon_if_snapshot_request(*e);  // still owes its requester an answer
+    abandon_system_message(*e);  // a snapshot request or a command still owes an answer
     free_envelope(e);
     ++n;
   }

@@ -9,6 +9,7 @@
 #include "recorder.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
+#include "mailbox_command.h"
 #include "snapshot_request.h"
 #include "supervisor.h"
 #include "tcp.h"
@@ -139,13 +140,15 @@ void Worker::run_messages(Cell* c, std::uint32_t budget) {
     }
     if (e->receiver != c->id.load(std::memory_order_relaxed)) {
       rt.dead_letters.fetch_add(1, std::memory_order_relaxed);
-      abandon_if_snapshot_request(*e);
+      abandon_system_message(*e);
     } else if (e->encoding == Encoding::kSystem) {
       if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kStop)) {
         c->state = CellState::kStopping;
         c->graceful_stop = true;
       } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kSnapshot)) {
         run_snapshot_request(c, *e);  // between two events: no hook is running
+      } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kCommand)) {
+        run_mailbox_command(c, *e);
       }
     } else {
       c->stats.messages_in++;
@@ -281,10 +284,11 @@ void Worker::teardown(Cell* c) {
     c->options = SpawnOptions{};
   }
   // What waits in the mailbox now is dead: nobody will handle it. A snapshot request is still
-  // answered (an answer to this reactor itself lands in this mailbox and is dropped here too).
+  // answered (an answer to this reactor itself lands in this mailbox and is dropped here too), and
+  // a command's caller is told.
   while (Envelope* e = c->mailbox.pop()) {
     c->mailbox.uncount(e);
-    abandon_if_snapshot_request(*e);
+    abandon_system_message(*e);
     free_envelope(e);
     runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
     count_consumed();

@@ -13,8 +13,9 @@
 namespace reheap::detail {
 
 // System messages: the runtime's own requests, ordered with the user's in the mailbox.
-// kSnapshot carries a SnapshotRequest (snapshot_request.h) as its payload.
-enum class SystemMessage : std::uint64_t { kStop = 1, kSnapshot = 2 };
+// kSnapshot carries a SnapshotRequest (snapshot_request.h) as its payload, kCommand a pointer to
+// a blocking Runtime operation's command (mailbox_command.h).
+enum class SystemMessage : std::uint64_t { kStop = 1, kSnapshot = 2, kCommand = 3 };
 
 struct Envelope {
   Envelope* next;            // the mailbox's link (see mailbox.h)
@@ -44,6 +45,6 @@ struct MessageAccess {
 // and frees one.
 Envelope* allocate_envelope(std::size_t size) noexcept;
 void free_envelope(Envelope* e) noexcept;
-Envelope* make_system_envelope(SystemMessage what) noexcept;
+Envelope* make_system_envelope(SystemMessage what, std::size_t payload = 0) noexcept;
 
 }  // namespace reheap::detail

@@ -141,9 +141,9 @@ Envelope* make_envelope_from_scratch(std::uint64_t type_id, SendResult* result) 
   return e;
 }
 
-Envelope* make_system_envelope(SystemMessage what) noexcept {
+Envelope* make_system_envelope(SystemMessage what, std::size_t payload) noexcept {
   SendResult ignored;
-  return new_envelope(static_cast<std::uint64_t>(what), Encoding::kSystem, 0, &ignored);
+  return new_envelope(static_cast<std::uint64_t>(what), Encoding::kSystem, payload, &ignored);
 }
 
 }  // namespace detail

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "mailbox_command.h"
 #include "reactor_access.h"
 #include "reactor_snapshot.h"
 #include "recording/recorder.h"
@@ -70,6 +71,15 @@ std::uint64_t RuntimeImpl::in_flight() const noexcept {
   std::uint64_t sent = external_sent.load(std::memory_order_seq_cst);
   for (const auto& w : workers) sent += w->sent.load(std::memory_order_seq_cst);
   return sent - consumed;
+}
+
+void RuntimeImpl::require_worker(int requested, const char* operation) const {
+  const int n = static_cast<int>(workers.size());
+  if (requested != kAnyWorker && (requested < 0 || requested >= n)) {
+    HeapScope system(nullptr);
+    throw std::out_of_range(std::string("reheap::Runtime::") + operation + ": no worker " +
+                            std::to_string(requested) + " (" + std::to_string(n) + " workers)");
+  }
 }
 
 void RuntimeImpl::require_outside_workers(const char* operation) const {
@@ -168,6 +178,7 @@ void RuntimeImpl::shutdown() {
   cells.for_each([this](Cell* c) {
     while (Envelope* e = c->mailbox.pop()) {
       c->mailbox.uncount(e);
+      abandon_if_mailbox_command(*e);  // a blocked caller of snapshot() is told
       free_envelope(e);
       dead_letters.fetch_add(1, std::memory_order_relaxed);
       external_consumed.fetch_add(1, std::memory_order_relaxed);
@@ -213,9 +224,7 @@ ActorRef Runtime::spawn_constructed(const SpawnOptions& options, ReactorHost::Co
     if (impl_->stopping_all.load()) {
       throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
     }
-    if (options.worker != kAnyWorker && (options.worker < 0 || options.worker >= workers())) {
-      throw std::out_of_range("reheap::Runtime::spawn: no worker " + std::to_string(options.worker));
-    }
+    impl_->require_worker(options.worker, "spawn");
     heap = Heap::create(HeapConfig{options.heap_limit});
   }
   Reactor* reactor = nullptr;
@@ -325,15 +334,15 @@ bool Runtime::wait_idle(std::chrono::milliseconds timeout) {
 
 SnapshotInfo Runtime::snapshot(ActorRef ref, const std::filesystem::path& file) {
   SnapshotInfo info;
-  impl_->on_reactor_worker(ref, "snapshot",
-                           [&](Cell* c) { info = detail::save_reactor(c, file, false); });
+  detail::run_in_mailbox_order(*impl_, ref, "snapshot",
+                               [&](Cell* c) { info = detail::save_reactor(c, file, false); });
   return info;
 }
 
 SnapshotInfo Runtime::snapshot_increment(ActorRef ref, const std::filesystem::path& file) {
   SnapshotInfo info;
-  impl_->on_reactor_worker(ref, "snapshot_increment",
-                           [&](Cell* c) { info = detail::save_reactor(c, file, true); });
+  detail::run_in_mailbox_order(*impl_, ref, "snapshot_increment",
+                               [&](Cell* c) { info = detail::save_reactor(c, file, true); });
   return info;
 }
 
@@ -342,6 +351,9 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
   if (!impl_->accepting.load()) {
     throw std::runtime_error("reheap::Runtime::restore: the runtime is shutting down");
   }
+  // Before the heap and its slot are taken: a refusal then leaves nothing behind.
+  impl_->require_worker(options.worker != kAnyWorker ? options.worker : options.spawn.worker,
+                        "restore");
   RestoreOptions heap_options;
   heap_options.layout = options.layout;
   HeapPtr heap;
@@ -384,7 +396,7 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
 
 std::filesystem::path Runtime::dump_recording(ActorRef ref, const std::filesystem::path& directory) {
   std::filesystem::path written;
-  impl_->on_reactor_worker(ref, "dump_recording", [&](Cell* c) {
+  detail::run_in_mailbox_order(*impl_, ref, "dump_recording", [&](Cell* c) {
     if (!c->recorder) {
       throw std::runtime_error("reheap::Runtime::dump_recording: reactor " + std::to_string(ref.value()) +
                                " is not recorded");
@@ -395,6 +407,9 @@ std::filesystem::path Runtime::dump_recording(ActorRef ref, const std::filesyste
 }
 
 void Runtime::move(ActorRef ref, int worker) {
+  if (worker == kAnyWorker) {
+    throw std::out_of_range("reheap::Runtime::move: kAnyWorker (-1) names no worker; give the worker to move to");
+  }
   Worker& to = impl_->pick_worker(worker);
   impl_->on_reactor_worker(ref, "move", [&to](Cell* c) {
     c->placement.pin();  // the user chose its worker: the placement policy leaves it there

@@ -98,6 +98,8 @@ class RuntimeImpl {
   // Throws std::logic_error if the calling thread is one of this runtime's workers: `operation`
   // blocks until workers do something, which a worker waiting for it never would.
   void require_outside_workers(const char* operation) const;
+  // Throws std::out_of_range unless `requested` is kAnyWorker or one of the workers.
+  void require_worker(int requested, const char* operation) const;
 
   // Runs `f` on the worker of `ref`'s cell, between two of its events, and waits for it. Throws
   // std::runtime_error("no such reactor") if it is gone, std::logic_error on a worker thread.

@@ -4,8 +4,8 @@
 // the file name's bytes, all in the message allocator: it costs the target's heap nothing, and a
 // request dropped anywhere is freed like any envelope. Every place that drops envelopes without
 // handling them (a stopping reactor's teardown, a recycled cell's drain, a message for an earlier
-// occupant) calls abandon_if_snapshot_request first, which is what makes "every request is
-// answered" hold; only the shutdown's final sweep, after every reactor is gone, answers nothing.
+// occupant) calls abandon_system_message (mailbox_command.h), which calls
+// abandon_if_snapshot_request: that is what makes "every request is answered" hold; only the shutdown's final sweep, after every reactor is gone, answers nothing.
 #pragma once
 
 #include <cstdint>

@@ -217,7 +217,9 @@ class Runtime {
   bool wait_idle(std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   // Saves the reactor's heap to `file` between two of its events, without stopping other
-  // reactors (crash-safe, see snapshot.h). Blocking. The restart policy uses the newest file.
+  // reactors (crash-safe, see snapshot.h). Blocking. Ordered like a message from the calling
+  // thread: the reactor is saved after its on_start (or a restore's on_restored) and after every
+  // message this thread sent it before the call. The restart policy uses the newest file.
   // Reactors use Reactor::request_snapshot instead, which does not block (snapshot_request.h);
   // both build on one chain per reactor.
   SnapshotInfo snapshot(ActorRef ref, const std::filesystem::path& file);
@@ -226,10 +228,12 @@ class Runtime {
   // Restores a reactor saved with snapshot(), here or in another process, of this program or of
   // another build of it (pointers into the program are relocated, see reheap/program_refs.h),
   // under its old ActorRef, and starts it: on_restored runs before any message. Throws
-  // SnapshotError for a bad file, std::runtime_error if the ActorRef is in use.
+  // SnapshotError for a bad file, std::runtime_error if the ActorRef is in use,
+  // std::out_of_range for a worker that does not exist; a refused restore takes nothing.
   ActorRef restore(const std::filesystem::path& file, const ReactorRestoreOptions& options = {});
 
-  // Writes the recording of a recorded reactor out, between two of its events. Blocking. Ring
+  // Writes the recording of a recorded reactor out, between two of its events, ordered like
+  // snapshot() after what the calling thread sent it. Blocking. Ring
   // mode: its checkpoint (base-<events>.snap) and its log (log-<events + 1>.rlog) into
   // `directory`, which is returned. File mode: flushes the log and returns the directory the
   // recording is in (`directory` is not used). Throws std::runtime_error if the reactor is not
@@ -241,7 +245,8 @@ class Runtime {
   // connections, with the same ids, bytes queued for sending, paused or half-closed state and
   // owed on_drained) and reference come along; no byte is lost or reordered. Blocking: returns
   // once the move is requested; the reactor moves at its next turn, or, while one of its sockets
-  // is still connecting or closing, at its first turn after that.
+  // is still connecting or closing, at its first turn after that. A worker that does not exist
+  // (kAnyWorker included) throws std::out_of_range.
   void move(ActorRef ref, int worker);
 
   // Checkpoints the whole process with an engine (CRIU by default), coordinated with the
