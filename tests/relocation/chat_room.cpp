@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -39,6 +40,14 @@ const long kBonus = 1000;
 #ifdef RELOC_CLASSES_CHANGED
 long score_renamed(long posts) { return posts * 10 + 7; }
 #define RELOC_SCORE score_renamed
+#elif defined(RELOC_CODE_CHANGED)
+// The same function with other code, as a rebuild with other inlining or a fixed bug gives it:
+// its size changes, not what the heap's pointer to it means.
+long score(long posts) {
+  if (posts == 123456789) std::fprintf(stderr, "score: a count this test never reaches\n");
+  return posts * 10 + 7;
+}
+#define RELOC_SCORE score
 #else
 long score(long posts) { return posts * 10 + 7; }
 #define RELOC_SCORE score

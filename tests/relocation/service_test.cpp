@@ -122,6 +122,16 @@ TEST_F(ServiceSnapshot, RestoresAndRunsInARebuiltServiceWithAnUnrelatedChange) {
   EXPECT_NE(restored.output.find("h*ello from bob!"), std::string::npos) << restored.output;
 }
 
+// A function the heap points to (score, through a function pointer) has other code and another
+// size in this build: its pointer still means the same function.
+TEST_F(ServiceSnapshot, RestoresAndRunsInARebuildWhoseFunctionsHaveOtherCode) {
+  const Ran restored = run(RELOC_SERVICE_RECODED, "restore " + dir_.string());
+  ASSERT_EQ(restored.status, 0) << restored.output;
+  EXPECT_TRUE(restored.output.starts_with("OK " + expected_.substr(0, expected_.find(" alice:"))))
+      << restored.output;
+  EXPECT_NE(restored.output.find(" bob:1017"), std::string::npos) << restored.output;
+}
+
 TEST_F(ServiceSnapshot, RestoresInTheSameServiceStartedAgainWithASLROn) {
   if (!aslr_on()) GTEST_SKIP() << "ASLR is off on this machine";
   const Ran restored = run(RELOC_SERVICE, "restore " + dir_.string());

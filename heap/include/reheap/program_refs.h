@@ -29,8 +29,9 @@
 //   - same build-id: the value moves by the difference of the load addresses (ASLR, another
 //     process). Exact for every kind.
 //   - main executable of another build (a rebuilt service, a test binary linking the service's
-//     code): by symbol. The symbol must exist once, be of the same kind and have the same size
-//     (a vtable that grew means the class changed); a string literal must exist with the same
+//     code): by symbol. The symbol must exist once and be of the same kind, and an object symbol
+//     must have the same size (a vtable that grew means the class changed; a function's size is
+//     its code's, which a rebuild may change); a string literal must exist with the same
 //     bytes (which copy is used does not matter: literals have no identity in C++). Anything
 //     else - a missing or ambiguous symbol, a changed size, an unresolved word - refuses the
 //     restore (kLayoutMismatch) naming each by its demangled name, never guessed.

@@ -131,8 +131,15 @@ class Planner {
           const ElfSymbol* s = table->find(r->symbol, r->file, &ambiguous);
           if (s == nullptr) {
             error(describe(*r, was) + (ambiguous ? " is defined more than once in " : " is not in ") +
-                  label_of(*is) + " now (" + table->source() + ")");
-          } else if (s->function != r->function || s->size != r->size) {
+                  label_of(*is) + " now (" + table->source() + ")" +
+                  (ambiguous ? std::string()
+                             : std::string("; a program that restores a heap must contain the code its "
+                                           "objects use: link the source files (or the library members) "
+                                           "that define its classes, and use them, or the linker drops them")));
+          } else if (s->function != r->function || (!r->function && s->size != r->size)) {
+            // An object's size is its layout (a vtable that grew: the class changed). A
+            // function's is only its code, which a rebuild changes freely (inlining differs from
+            // one translation unit to the next): its name is what a pointer to it means.
             error(demangle(r->symbol) + " changed: " + std::to_string(r->size) + (r->function ? "-byte function" : "-byte object") +
                   " when saved, " + std::to_string(s->size) + (s->function ? "-byte function" : "-byte object") +
                   " now (its type or code changed; the heap's objects may not match it)");
