@@ -6,9 +6,9 @@
 #include <new>
 
 #include "current.h"
-#include "foreign_frees.h"
 #include "heap_cache.h"
 #include "heap_fast.h"
+#include "heap_records.h"
 #include "report.h"
 
 namespace reheap {
@@ -158,7 +158,7 @@ HeapPtr Heap::create(const HeapConfig& config) {
 
 void Heap::destroy(Heap* heap) noexcept {
   if (heap == nullptr) return;
-  detail::forget_foreign_frees(state(heap)->id);
+  detail::forget_heap_records(state(heap)->id);
   if (detail::cache_heap(state(heap))) return;
   detail::discard_heap(state(heap), nullptr,
                        [](void*, std::uintptr_t first, std::size_t count, detail::HeapId owner) {

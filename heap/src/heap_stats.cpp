@@ -1,6 +1,6 @@
 // Heap statistics, derived on request so that no allocation or free pays for bookkeeping:
 // live class blocks are the blocks carved minus the blocks on the free lists and in purged lanes.
-#include "foreign_frees.h"
+#include "heap_records.h"
 #include "heap_state.h"
 #include "layout.h"
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "foreign_frees.h"
+#include "heap_records.h"
 #include "layout.h"
 #include "zone_impl.h"
 

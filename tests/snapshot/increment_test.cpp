@@ -255,6 +255,37 @@ TEST(SnapshotIncrement, AttachAfterRestoreContinuesTheChain) {
   EXPECT_EQ(digest_of(*back, c), d10);
 }
 
+// attach() must name the state the heap holds: an older file of the same heap (same id, chunks
+// and root) would make the next increment restore a state that never existed, and a file this
+// heap was never restored from or saved to says nothing about it.
+TEST(SnapshotIncrement, AttachRefusesAFileWhoseStateTheHeapDoesNotHold) {
+  const Case& c = find_case("gens");
+  Chain chain;
+  chain.build(3);
+  HeapPtr heap = restore(chain.files.back());
+  {
+    Snapshotter snapshotter(*heap);
+    const Outcome older = attempt([&] { snapshotter.attach(chain.files[2]); });
+    EXPECT_TRUE(older.failed_with(SnapshotErrc::kMisuse)) << older.describe();
+    EXPECT_NE(older.what.find("attach: the heap does not hold this snapshot's state"), std::string::npos)
+        << older.what;
+    EXPECT_NE(older.what.find("last restored from or saved as snapshot " + std::to_string(chain.infos.back().id)),
+              std::string::npos)
+        << older.what;
+    // The right file still attaches, and after a save the new file is the one the heap holds.
+    snapshotter.attach(chain.files.back());
+    mutate_in(*heap, c, 4);
+    snapshotter.save_increment(chain.dir / gen_name(4));
+  }
+  Snapshotter again(*heap);
+  EXPECT_TRUE(attempt([&] { again.attach(chain.files.back()); }).failed_with(SnapshotErrc::kMisuse));
+  again.attach(chain.dir / gen_name(4));
+  // A heap created here and never saved holds no file's state.
+  HeapPtr fresh = Heap::create();
+  const Outcome never = attempt([&] { Snapshotter(*fresh).attach(chain.files.back()); });
+  EXPECT_TRUE(never.failed_with(SnapshotErrc::kMisuse)) << never.describe();
+}
+
 TEST(SnapshotIncrement, ChainContinuesInAnotherProcessAndBack) {
   SKIP_UNLESS_LAYOUT_STABLE();
   const Case& c = find_case("gens");

@@ -93,7 +93,9 @@ class Snapshotter {
 
   // Declares that the heap's current state is the snapshot `file` (e.g. the heap was just
   // restored from it), so that the next save_increment() builds on it. Its chain (followed as
-  // snapshot_chain() does, if it can be) becomes the chain being built.
+  // snapshot_chain() does, if it can be) becomes the chain being built. Refused (misuse) unless
+  // `file` is the snapshot this process last restored the heap from or saved it as: an older
+  // file of the same heap would make the next increment restore a state that never existed.
   void attach(const std::filesystem::path& file);
 
   // The mechanism ("userfaultfd-wp-async+PAGEMAP_SCAN") or "none: <why>".

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "../heap_fast.h"
+#include "../heap_records.h"
 #include "../os.h"
 #include "../zone_impl.h"
 #include "checked_conversion.h"
@@ -266,6 +267,11 @@ HeapPtr restore_chain(const std::vector<std::filesystem::path>& files, ByteSourc
   detail::poison_free_blocks(h);
   detail::zone().heap_created();
   detail::zone().mark_restored(final.heap_id);
+  try {
+    detail::note_saved_state(final.heap_id, final.id);
+  } catch (const std::bad_alloc&) {
+    // Unrecorded, an attach() of this file is refused: the safe side.
+  }
   taken.keep();
   return HeapPtr(h);
 }

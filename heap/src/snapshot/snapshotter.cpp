@@ -16,7 +16,7 @@
 #include <chrono>
 #include <map>
 
-#include "../foreign_frees.h"
+#include "../heap_records.h"
 #include "../heap_fast.h"
 #include "../zone_impl.h"
 #include "checked_conversion.h"
@@ -116,6 +116,11 @@ struct Snapshotter::State final : detail::ChunkObserver {
     if (path.empty() || info.kind == SnapshotKind::kFull) ancestors.clear();
     if (!path.empty()) ancestors.push_back(canonical_or_normal(path));
     parent_path = std::move(path);
+    try {
+      detail::note_saved_state(heap->id, info.id);
+    } catch (const std::bad_alloc&) {
+      // Unrecorded, a later attach() of this file is refused: the safe side.
+    }
   }
 
   // The ancestor `target` names, or null. Spellings are compared once symlinks, "." and ".." are
@@ -426,6 +431,19 @@ void Snapshotter::attach(const std::filesystem::path& file) {
   State& s = *state_;
   s.require_alive();
   const SnapshotHeader header = read_snapshot_header(file);
+  // The heap must hold the very state the file holds, or the next increment would restore pages
+  // of two different states: an older file of the same heap passes every check below.
+  const std::optional<std::uint64_t> known = detail::saved_state_of(s.heap->id);
+  if (known != header.id) {
+    throw SnapshotError(
+        SnapshotErrc::kMisuse,
+        file.string() + ": attach: the heap does not hold this snapshot's state (snapshot " +
+            std::to_string(header.id) + ", generation " + std::to_string(header.generation) + "): " +
+            (known ? "it was last restored from or saved as snapshot " + std::to_string(*known)
+                   : std::string("it was neither restored from nor saved to a snapshot in this process")) +
+            "; attach the file the heap was restored from (the newest of its chain), or save() to start a "
+            "new chain");
+  }
   const std::vector<ChunkRun> runs = chunk_runs(s.heap);
   std::vector<std::uint32_t> indexes;
   for (const ChunkRun& run : runs) {
