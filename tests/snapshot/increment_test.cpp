@@ -211,6 +211,24 @@ TEST(SnapshotIncrement, CompactRefusesToWriteOverAnAncestorOfTheChain) {
   EXPECT_EQ(digest_of(*heap, find_case("gens")), chain.digests.back());
 }
 
+// Compacting a file in the middle of a chain, in place, leaves the later files restorable: the
+// compacted file holds the same state under the same id, so they still apply on it.
+TEST(SnapshotIncrement, CompactingAMiddleFileInPlaceKeepsTheLaterFilesRestorable) {
+  Chain chain;
+  chain.build(4);
+  const SnapshotInfo info = compact(chain.files[2], chain.files[2]);
+  EXPECT_EQ(info.id, chain.infos[2].id);
+  EXPECT_EQ(info.generation, chain.infos[2].generation);
+  EXPECT_EQ(verify_snapshot(chain.files[2]).kind, SnapshotKind::kFull);
+  if (chain.tracking) {
+    EXPECT_EQ(snapshot_chain(chain.files.back()).size(), 3u);  // gen2, gen3, gen4
+  }
+  for (std::size_t g = 2; g < chain.files.size(); ++g) {
+    HeapPtr heap = restore(chain.files[g]);
+    EXPECT_EQ(digest_of(*heap, find_case("gens")), chain.digests[g]) << chain.files[g];
+  }
+}
+
 TEST(SnapshotIncrement, ChainMovesWithItsDirectory) {
   Chain chain;
   chain.build(5);

@@ -178,7 +178,9 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
   header.kind = SnapshotKind::kFull;
   header.parent_id = 0;
   header.parent_file.clear();
-  header.id = new_snapshot_id();
+  // The id stays the last file's: the output holds that very state, so an increment built on it
+  // (a later file of the same chain) applies on the output too, whether it replaced the last file
+  // in place or stands next to it.
   header.created_unix_ns = unix_time_ns();
   for (SnapshotChunk& c : header.chunks) c.fresh = false;
   header.tracking = "compacted from " + std::to_string(chain.size()) + " files";
