@@ -225,6 +225,8 @@ ActorRef Runtime::spawn_constructed(const SpawnOptions& options, ReactorHost::Co
       throw std::runtime_error("reheap::Runtime::spawn: the runtime is shutting down");
     }
     impl_->require_worker(options.worker, "spawn");
+    detail::recording::require_recordable(
+        detail::recording::resolve(options.recording, impl_->config.recording), "spawn");
     heap = Heap::create(HeapConfig{options.heap_limit});
   }
   Reactor* reactor = nullptr;
@@ -354,6 +356,8 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
   // Before the heap and its slot are taken: a refusal then leaves nothing behind.
   impl_->require_worker(options.worker != kAnyWorker ? options.worker : options.spawn.worker,
                         "restore");
+  detail::recording::require_recordable(
+      detail::recording::resolve(options.spawn.recording, impl_->config.recording), "restore");
   RestoreOptions heap_options;
   heap_options.layout = options.layout;
   HeapPtr heap;

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -441,6 +443,48 @@ class Sink : public Reactor {
 };
 
 // A file size limit stands in for a full disk: the write fails with EFBIG.
+// A recording that cannot start refuses the reactor at spawn or restore, naming the problem,
+// instead of letting it run unrecorded.
+TEST(Recording, ARecordingThatCannotStartRefusesTheSpawnAndTheRestore) {
+  TempDir dir;
+  Runtime rt(RuntimeConfig{.workers = 1});
+  const auto refused = [&](const std::filesystem::path& directory, const std::string& says) {
+    SpawnOptions options;
+    options.recording.mode = RecordingMode::kFile;
+    options.recording.directory = directory;
+    try {
+      rt.spawn<Idle>(options);
+      ADD_FAILURE() << "spawned with a recording into '" << directory.string() << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused({}, "reheap::Runtime::spawn: a kFile recording needs RecordingOptions::directory");
+  { std::ofstream(dir.path() / "plain") << "x"; }
+  refused(dir.path() / "plain", "cannot create its directory " + (dir.path() / "plain").string());
+  refused(dir.path() / "plain" / "below", "cannot create its directory");
+  std::filesystem::create_directory(dir.path() / "locked");
+  std::filesystem::permissions(dir.path() / "locked", std::filesystem::perms::owner_read |
+                                                          std::filesystem::perms::owner_exec);
+  if (::access((dir.path() / "locked").c_str(), W_OK) != 0) {  // root writes anyway
+    refused(dir.path() / "locked", "cannot write in its directory");
+  }
+  std::filesystem::permissions(dir.path() / "locked", std::filesystem::perms::owner_all);
+  EXPECT_EQ(rt.stats().reactors, 0u);
+
+  const ActorRef idle = rt.spawn<Idle>();
+  rt.snapshot(idle, dir.path() / "idle.snap");
+  ASSERT_TRUE(rt.stop(idle));
+  ASSERT_TRUE(rt.wait_stopped(idle));
+  ReactorRestoreOptions restore;
+  restore.spawn.recording.mode = RecordingMode::kFile;
+  EXPECT_THROW(rt.restore(dir.path() / "idle.snap", restore), std::invalid_argument);
+  EXPECT_EQ(rt.stats().reactors, 0u);
+  restore.spawn.recording.directory = dir.path() / "recordings";  // created when missing
+  EXPECT_EQ(rt.restore(dir.path() / "idle.snap", restore), idle);
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "recordings"));
+}
+
 TEST(Recording, AFullDiskStopsTheRecordingNotTheReactor) {
   TempDir dir;
   Runtime rt(RuntimeConfig{.workers = 1});

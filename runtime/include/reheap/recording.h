@@ -52,7 +52,9 @@ inline constexpr std::size_t kDefaultAnchorEveryBytes = std::size_t{256} << 20;
 
 struct RecordingOptions {
   RecordingMode mode = RecordingMode::kInherit;
-  std::filesystem::path directory{};  // kFile: required; kRing: where crash bundles go ("" none)
+  // kFile: required; kRing: where crash bundles go ("" none). Created if missing; a spawn or
+  // restore whose recording has no usable directory throws std::invalid_argument.
+  std::filesystem::path directory{};
   std::size_t ring_bytes = kDefaultRingBytes;        // kRing: the log's bound before a checkpoint
   std::size_t segment_bytes = kDefaultSegmentBytes;  // kFile: a segment rolls past this size
   // kFile: a new anchor replaces the old one and its log once the log passes this size (0: never;

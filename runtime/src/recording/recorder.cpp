@@ -18,7 +18,12 @@
 // unrecorded: a recording is a diagnosis aid and must never take down what it observes.
 #include "recorder.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <optional>
 #include <random>
 #include <typeinfo>
@@ -411,6 +416,30 @@ void ReactorRecorder::write_crash_bundle(Cell* c) {
 }
 
 }  // namespace
+
+void require_recordable(const RecordingOptions& options, const char* operation) {
+  HeapScope system(nullptr);
+  if (options.mode != RecordingMode::kFile && options.mode != RecordingMode::kRing) return;
+  const std::string what = std::string("reheap::Runtime::") + operation + ": " +
+                           (options.mode == RecordingMode::kFile ? "a kFile recording" : "a kRing recording");
+  if (options.directory.empty()) {
+    if (options.mode == RecordingMode::kRing) return;  // no crash bundles: nothing to write
+    throw std::invalid_argument(what + " needs RecordingOptions::directory");
+  }
+  std::error_code error;
+  std::filesystem::create_directories(options.directory, error);
+  if (error) {
+    throw std::invalid_argument(what + " cannot create its directory " + options.directory.string() + ": " +
+                                error.message());
+  }
+  if (!std::filesystem::is_directory(options.directory, error)) {
+    throw std::invalid_argument(what + ": " + options.directory.string() + " is not a directory");
+  }
+  if (::access(options.directory.c_str(), W_OK | X_OK) != 0) {
+    throw std::invalid_argument(what + " cannot write in its directory " + options.directory.string() + ": " +
+                                std::strerror(errno));
+  }
+}
 
 std::unique_ptr<Recorder> make_recorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors) {
   return std::make_unique<ReactorRecorder>(options, errors);
