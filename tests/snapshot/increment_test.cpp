@@ -211,6 +211,20 @@ TEST(SnapshotIncrement, CompactRefusesToWriteOverAnAncestorOfTheChain) {
   EXPECT_EQ(digest_of(*heap, find_case("gens")), chain.digests.back());
 }
 
+TEST(SnapshotIncrement, AnEmptyFileNameIsMisuse) {
+  Chain chain;
+  chain.build(1);
+  HeapPtr heap = Heap::create();
+  Snapshotter snapshotter(*heap);
+  for (const auto& save : std::vector<std::function<void()>>{
+           [&] { snapshotter.save(""); }, [&] { snapshotter.save_increment(""); },
+           [&] { compact(chain.files.back(), ""); }}) {
+    const Outcome outcome = attempt(save);
+    EXPECT_TRUE(outcome.failed_with(SnapshotErrc::kMisuse)) << outcome.describe();
+    EXPECT_NE(outcome.what.find("the file name is empty"), std::string::npos) << outcome.what;
+  }
+}
+
 // Compacting a file in the middle of a chain, in place, leaves the later files restorable: the
 // compacted file holds the same state under the same id, so they still apply on it.
 TEST(SnapshotIncrement, CompactingAMiddleFileInPlaceKeepsTheLaterFilesRestorable) {

@@ -100,6 +100,7 @@ struct ListedRefs {
 
 SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem::path& out) {
   HeapScope system(nullptr);
+  const std::filesystem::path target = save_target(out, "compact");
   const std::vector<std::filesystem::path> chain = snapshot_chain(latest);
   // `out` may replace `latest` itself (its state, in one file), never a file `latest` depends on:
   // that file's own state would be lost and `latest`'s chain broken, as save_increment refuses too.
@@ -205,7 +206,7 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
     ++data_pages;
   }
 
-  AtomicFile file(std::filesystem::absolute(out));
+  AtomicFile file(target);
   SnapshotWriter writer(file.sink(), header);
   auto it = pages.begin();
   for (const PlannedRun& r : runs) {

@@ -154,6 +154,18 @@ void fsync_directory(const std::filesystem::path& dir, const std::string& name) 
 
 }  // namespace
 
+std::filesystem::path save_target(const std::filesystem::path& file, const char* operation) {
+  if (file.empty()) {
+    throw SnapshotError(SnapshotErrc::kMisuse, std::string(operation) + ": the file name is empty");
+  }
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(file, error);
+  if (error) {
+    throw SnapshotError(SnapshotErrc::kIo, file.string() + ": " + operation + ": " + error.message());
+  }
+  return absolute;
+}
+
 AtomicFile::AtomicFile(const std::filesystem::path& target) : target_(target) {
   remove_stale_temporaries(target_);
   // O_EXCL: a name still in use (a writer of this process, or a leftover) is never shared.

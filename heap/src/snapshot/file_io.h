@@ -57,6 +57,9 @@ class FdSource final : public ByteSource {
   std::uint64_t size_ = 0;
 };
 
+// `file` made absolute, for a file a save writes: an empty name is misuse, not an I/O error.
+std::filesystem::path save_target(const std::filesystem::path& file, const char* operation);
+
 // A new version of `target`, written to a temporary file beside it and put in place by commit().
 // Destroying an uncommitted AtomicFile removes the temporary; a process killed before commit()
 // leaves at most a temporary named "<target>.tmp-<pid>-<n>", which the next AtomicFile for the

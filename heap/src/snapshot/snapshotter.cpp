@@ -389,7 +389,7 @@ SnapshotInfo Snapshotter::write_increment(ByteSink& sink, const std::string& par
 SnapshotInfo Snapshotter::save(const std::filesystem::path& file) {
   HeapScope system(nullptr);
   state_->require_alive();
-  const std::filesystem::path target = std::filesystem::absolute(file);
+  const std::filesystem::path target = save_target(file, "Snapshotter::save");
   AtomicFile out(target);
   SnapshotInfo info = state_->write(out.sink(), false, std::string(), std::string());
   info.bytes_written = out.commit();
@@ -400,7 +400,7 @@ SnapshotInfo Snapshotter::save(const std::filesystem::path& file) {
 SnapshotInfo Snapshotter::save_increment(const std::filesystem::path& file) {
   HeapScope system(nullptr);
   state_->require_alive();
-  const std::filesystem::path target = std::filesystem::absolute(file);
+  const std::filesystem::path target = save_target(file, "Snapshotter::save_increment");
   std::string obstacle =
       increment_obstacle(*this, state_->tracking_available, state_->has_parent, state_->broken,
                          state_->tracker.lost());
