@@ -223,6 +223,7 @@ class Replay {
   std::optional<std::uint64_t> last_seek_restored() const noexcept;
 
   // ---- the reactor between steps ----
+  // The replayed reactor as R: std::bad_cast if it is not an R (as TestRuntime::reactor).
   template <class R>
   R& reactor() {
     return dynamic_cast<R&>(reactor_base());
