@@ -4,12 +4,12 @@
 #include <chrono>
 #include <system_error>
 
+#include "mailbox_command.h"
 #include "reactor_scope.h"
 #include "reactor_snapshot.h"
 #include "recorder.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
-#include "mailbox_command.h"
 #include "snapshot_request.h"
 #include "supervisor.h"
 #include "tcp.h"
