@@ -4,8 +4,8 @@
 #include <string>
 
 #include "cell_table.h"
-#include "reheap/heap_scope.h"
 #include "mailbox_command.h"
+#include "reheap/heap_scope.h"
 #include "snapshot_request.h"
 
 namespace reheap::detail {
