@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <utility>
 
+#include "command_args.h"
 #include "glob.h"
 #include "reply.h"
 
@@ -48,6 +50,80 @@ std::string info_sections(std::string_view text, std::span<const std::string> wa
   }
   while (out.size() >= 4 && out.ends_with("\r\n\r\n")) out.resize(out.size() - 2);
   return out;
+}
+
+constexpr std::string_view kBadClientNameError =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+// Redis's rule: printable ASCII without the space, since CLIENT LIST prints names unquoted.
+bool valid_client_name(std::string_view name) {
+  return std::all_of(name.begin(), name.end(), [](char c) { return c >= '!' && c <= '~'; });
+}
+
+// HELLO [protover [AUTH username password] [SETNAME name]], as Redis 7.0 answers it to a client
+// that stays on RESP2: the options are checked in Redis's order (the version, the syntax, the
+// user, the name), and only a HELLO that passes them all sets the name. There are no users here,
+// which is Redis's default (the user "default" with no password): AUTH default passes whatever
+// the password, another user does not.
+void answer_hello(std::span<const std::string_view> args, std::int64_t id, std::string& name, std::string& out) {
+  if (args.size() >= 2) {
+    std::int64_t version = 0;
+    if (!detail::parse_int64(args[1], version)) {
+      append_error(out, "ERR Protocol version is not an integer or out of range");
+      return;
+    }
+    if (version == 3) {
+      append_error(out, "NOPROTO unsupported protocol version (reheap-kv speaks RESP2 only)");
+      return;
+    }
+    if (version != 2) {
+      append_error(out, "NOPROTO unsupported protocol version");
+      return;
+    }
+  }
+  std::optional<std::string_view> user;
+  std::optional<std::string_view> new_name;
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    const std::size_t more = args.size() - 1 - i;
+    if (equals_lower(args[i], "auth") && more >= 2) {
+      user = args[i + 1];
+      i += 2;
+    } else if (equals_lower(args[i], "setname") && more >= 1) {
+      new_name = args[i + 1];
+      i += 1;
+    } else {
+      append_error(out, "ERR Syntax error in HELLO option '" + std::string(args[i]) + "'");
+      return;
+    }
+  }
+  if (user && *user != "default") {
+    append_error(out, "WRONGPASS invalid username-password pair or user is disabled.");
+    return;
+  }
+  if (new_name) {
+    if (!valid_client_name(*new_name)) {
+      append_error(out, kBadClientNameError);
+      return;
+    }
+    name = *new_name;
+  }
+  // INFO says the same version (saver.cpp): clients that look at either see one server.
+  const std::pair<std::string_view, std::string_view> properties[] = {
+      {"server", "redis"}, {"version", "7.0.15"}, {"proto", ""}, {"id", ""},
+      {"mode", "standalone"}, {"role", "master"}, {"modules", ""}};
+  append_array_header(out, 2 * std::size(properties));
+  for (const auto& [key, value] : properties) {
+    append_bulk(out, key);
+    if (key == "proto") {
+      append_integer(out, 2);
+    } else if (key == "id") {
+      append_integer(out, id);
+    } else if (key == "modules") {
+      append_array_header(out, 0);
+    } else {
+      append_bulk(out, value);
+    }
+  }
 }
 
 }  // namespace
@@ -242,7 +318,11 @@ void Gateway::answer_server_command(Client& client, Slot& slot, std::uint64_t se
   std::string& out = slot.reply;
   switch (find_command(args[0])->id) {
     case CommandId::kPing:
-      if (args.size() > 1) {
+      // The table's arity (-1) is Redis's, which COMMAND reports; the upper bound is checked here,
+      // as Redis does.
+      if (args.size() > 2) {
+        append_error(out, "ERR wrong number of arguments for 'ping' command");
+      } else if (args.size() == 2) {
         append_bulk(out, args[1]);
       } else {
         append_simple(out, "PONG");
@@ -270,10 +350,25 @@ void Gateway::answer_server_command(Client& client, Slot& slot, std::uint64_t se
       }
       return;
     case CommandId::kClient:
-      if (args.size() >= 2 && (equals_lower(args[1], "setinfo") || equals_lower(args[1], "setname"))) {
+      if (equals_lower(args[1], "setname") || equals_lower(args[1], "getname")) {
+        const bool set = equals_lower(args[1], "setname");
+        if (args.size() != (set ? 3u : 2u)) {
+          append_error(out, std::string("ERR wrong number of arguments for 'client|") + (set ? "setname" : "getname") +
+                                "' command");
+        } else if (!set) {
+          if (client.name.empty()) {
+            append_null_bulk(out);
+          } else {
+            append_bulk(out, client.name);
+          }
+        } else if (!valid_client_name(args[2])) {
+          append_error(out, kBadClientNameError);
+        } else {
+          client.name = args[2];  // an empty name clears it, as in Redis
+          append_ok(out);
+        }
+      } else if (equals_lower(args[1], "setinfo")) {
         append_simple(out, "OK");
-      } else if (args.size() >= 2 && equals_lower(args[1], "getname")) {
-        append_null_bulk(out);
       } else if (args.size() >= 2 && equals_lower(args[1], "id")) {
         append_integer(out, static_cast<std::int64_t>(socket));
       } else {
@@ -281,7 +376,7 @@ void Gateway::answer_server_command(Client& client, Slot& slot, std::uint64_t se
       }
       return;
     case CommandId::kHello:
-      append_error(out, "NOPROTO unsupported protocol version (reheap-kv speaks RESP2 only)");
+      answer_hello(args, static_cast<std::int64_t>(socket), client.name, out);
       return;
     case CommandId::kConfig:
       if (args.size() >= 3 && equals_lower(args[1], "get")) {
@@ -308,7 +403,6 @@ void Gateway::answer_server_command(Client& client, Slot& slot, std::uint64_t se
       append_error(out, "ERR command not served here");
       return;
   }
-  (void)client;
 }
 
 void Gateway::append_config_get(std::string_view pattern, std::string& out) const {

@@ -101,6 +101,7 @@ class Gateway : public reheap::Reactor {
     bool reading_paused = false;  // what was last asked of the runtime
     bool ended = false;           // the peer sent everything (on_end)
     bool closing = false;         // a slot with close_after went out, or the peer ended and all is out
+    std::string name;             // CLIENT SETNAME or HELLO SETNAME; empty: none
   };
   struct Pending {
     reheap::SocketId socket;
