@@ -94,19 +94,26 @@ Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--port" && has_value) {
-      o.port = static_cast<std::uint16_t>(parse_number("--port", argv[++i], 0, 65535));
-    } else if (arg == "--workers" && has_value) {
-      o.workers = static_cast<int>(parse_number("--workers", argv[++i], 1, 256));
-    } else if (arg == "--shards-per-worker" && has_value) {
-      o.shards_per_worker = static_cast<int>(parse_number("--shards-per-worker", argv[++i], 1, 1024));
-    } else if (arg == "--host" && has_value) {
-      o.host = argv[++i];
-    } else if (arg == "--dir" && has_value) {
-      o.dir = argv[++i];
-    } else if (arg == "--save" && has_value) {
-      o.save = argv[++i];
+    // The value of the option at argv[i], which every option but the flags below has.
+    const auto value = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "reheap-kv: %s needs a value\n", argv[i]);
+        usage(2);
+      }
+      return argv[++i];
+    };
+    if (arg == "--port") {
+      o.port = static_cast<std::uint16_t>(parse_number("--port", value(), 0, 65535));
+    } else if (arg == "--workers") {
+      o.workers = static_cast<int>(parse_number("--workers", value(), 1, 256));
+    } else if (arg == "--shards-per-worker") {
+      o.shards_per_worker = static_cast<int>(parse_number("--shards-per-worker", value(), 1, 1024));
+    } else if (arg == "--host") {
+      o.host = value();
+    } else if (arg == "--dir") {
+      o.dir = value();
+    } else if (arg == "--save") {
+      o.save = value();
     } else if (arg == "--ignore-bad-snapshot") {
       o.ignore_bad_snapshot = true;
     } else if (arg == "-h" || arg == "--help") {

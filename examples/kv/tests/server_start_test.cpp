@@ -315,5 +315,20 @@ TEST(ServerStart, WithSaveRulesAStopSavesAndTheRestartServesTheLastWrites) {
   EXPECT_EQ(server.terminate(), 0) << server.err();
 }
 
+// Every option that takes a value says so when it is the last argument, instead of calling
+// itself unknown. (ServerProcess puts the given arguments last.)
+TEST(ServerStart, AnOptionWithoutItsValueSaysItNeedsOne) {
+  Dirs d;
+  for (const std::string option : {"--host", "--port", "--workers", "--shards-per-worker", "--dir", "--save"}) {
+    SCOPED_TRACE(option);
+    ServerProcess server(d.data.path(), d.logs.path(), {option});
+    ASSERT_TRUE(server.started());
+    EXPECT_EQ(server.wait_exit(), 2);
+    const std::string err = server.err();
+    EXPECT_NE(err.find("reheap-kv: " + option + " needs a value"), std::string::npos) << err;
+    EXPECT_EQ(err.find("unknown argument"), std::string::npos) << err;
+  }
+}
+
 }  // namespace
 }  // namespace kv::testing
