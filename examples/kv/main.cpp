@@ -6,7 +6,8 @@
 // a corrupt, truncated or foreign file, a manifest that lies - stops the start with the file and
 // the reason, unless --ignore-bad-snapshot says to start empty instead, having moved the set's
 // files into a subdirectory (manifest.h, set_aside_saved_set). Then the saver and one
-// gateway per worker start, and the server says "ready".
+// gateway per worker start, and the server says "ready". Before any of it the server locks its
+// data directory, and refuses to start if another reheap-kv holds it (data_dir_lock.h).
 //
 // Shards are placed round robin over the workers. Their number is fixed by the first start
 // (workers x --shards-per-worker) and kept by every later start on that directory, since a key's
@@ -33,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "data_dir_lock.h"
 #include "gateway.h"
 #include "manifest.h"
 #include "reserved_port.h"
@@ -72,7 +74,8 @@ void on_listening(bool ok, const char* error) {
                "  --port P                 TCP port (default 6379)\n"
                "  --workers N              worker threads, each with a gateway (default 1)\n"
                "  --shards-per-worker S    shards of a new data set per worker (default 8)\n"
-               "  --dir DIR                data directory: manifest and shard snapshots (default .)\n"
+               "  --dir DIR                data directory: manifest and shard snapshots (default .);\n"
+               "                           one server per directory (a second one refuses to start)\n"
                "  --save \"S C ...\"         save after S seconds if C writes happened; \"\" never\n"
                "                           (default \"3600 1 300 100 60 10000\", as Redis)\n"
                "  --ignore-bad-snapshot    start empty when the saved set cannot be restored (its files\n"
@@ -250,6 +253,15 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(o.dir, ec);
   if (!std::filesystem::is_directory(o.dir)) {
     std::fprintf(stderr, "reheap-kv: the data directory %s is not a directory\n", o.dir.c_str());
+    return 1;
+  }
+  // Before the manifest is read, and held until the process ends (past the save on the way out):
+  // another server on this directory would replace this one's saves (data_dir_lock.h).
+  std::optional<kv::DataDirLock> dir_lock;
+  try {
+    dir_lock.emplace(o.dir);
+  } catch (const kv::DataDirLockError& e) {
+    std::fprintf(stderr, "reheap-kv: refusing to start: %s\n", e.what());
     return 1;
   }
 

@@ -2,11 +2,14 @@
 // saved restores after a restart; a truncated or damaged shard file and a manifest whose checksum
 // does not match each stop the start with exit status 1 and a message naming the file; with
 // --ignore-bad-snapshot the server starts empty instead, having moved the set's files, byte for
-// byte, into an unrestorable-<n> subdirectory, serves, and its next save replaces the set.
+// byte, into an unrestorable-<n> subdirectory, serves, and its next save replaces the set. A
+// directory a live server uses refuses a second server; an option without its value says so.
 //
 // Each server runs with --port on a port found free just before (bound to port 0, then closed),
 // --save "" (no rules, so no save on the way out), its output in files; a guard kills it if a test
 // fails before it stops.
+#include <signal.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -312,6 +315,48 @@ TEST(ServerStart, WithSaveRulesAStopSavesAndTheRestartServesTheLastWrites) {
   ServerProcess server(d.data.path(), d.logs.path());
   ASSERT_TRUE(server.wait_ready()) << server.err();
   expect_values(server.port(), "stop");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+// One server per data directory: a second start on a directory a live server uses would replace
+// the first one's saves with its own (the same file names, the manifest overwritten), so it
+// refuses, naming the directory; once the first has stopped, the directory is free again.
+TEST(ServerStart, ASecondServerOnTheSameDirectoryRefusesToStart) {
+  Dirs d;
+  ServerProcess first(d.data.path(), d.logs.path());
+  ASSERT_TRUE(first.wait_ready()) << first.err();
+  {
+    ServerProcess second(d.data.path(), d.logs.path());
+    ASSERT_TRUE(second.started());
+    EXPECT_FALSE(second.wait_ready()) << second.out();
+    EXPECT_EQ(second.wait_exit(), 1);
+    const std::string err = second.err();
+    EXPECT_NE(err.find(d.data.path().string()), std::string::npos) << "stderr does not name the directory:\n" << err;
+    EXPECT_NE(err.find("another reheap-kv"), std::string::npos) << err;
+  }
+  Client client(first.port());
+  ASSERT_TRUE(client.connected());
+  ASSERT_EQ(client.command({"SET", "k", "first"}), "+OK\r\n");
+  ASSERT_EQ(client.command({"SAVE"}), "+OK\r\n");
+  EXPECT_EQ(first.terminate(), 0) << first.err();
+  ServerProcess after(d.data.path(), d.logs.path());
+  ASSERT_TRUE(after.wait_ready()) << after.err();
+  EXPECT_EQ(Client(after.port()).command({"GET", "k"}), "$5\r\nfirst\r\n");
+  EXPECT_EQ(after.terminate(), 0) << after.err();
+}
+
+// A server killed with kill -9 holds no lock: the kernel drops it with the process, and the
+// restart on the same directory starts at once.
+TEST(ServerStart, TheDirectoryIsFreeAgainAfterKill9) {
+  Dirs d;
+  {
+    ServerProcess server(d.data.path(), d.logs.path());
+    ASSERT_TRUE(server.wait_ready()) << server.err();
+    ::kill(server.pid(), SIGKILL);
+    EXPECT_EQ(server.wait_exit(), -1);
+  }
+  ServerProcess server(d.data.path(), d.logs.path());
+  ASSERT_TRUE(server.wait_ready()) << server.err();
   EXPECT_EQ(server.terminate(), 0) << server.err();
 }
 
