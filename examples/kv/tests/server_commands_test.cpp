@@ -1,10 +1,13 @@
 // The commands the gateway answers itself (PING, CLIENT, HELLO), against the real reheap-kv
 // binary (KV_SERVER_BINARY), byte for byte as redis-server 7.0 answers them: clients and their
-// tests compare these replies, errors included, so a near miss is a difference.
+// tests compare these replies, errors included, so a near miss is a difference. And the two
+// multi-key commands the gateway cannot split over shards (README, "Multi-key commands across
+// shards"): MSETNX and RENAME refuse keys of different shards and change nothing.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "key_hash.h"
 #include "kv_runtime_test_support.h"
 #include "server_process_test_support.h"
 
@@ -108,6 +111,28 @@ TEST_F(ServerCommands, HelloAuthPassesAsForRedisDefaultUserWithoutPassword) {
   EXPECT_EQ(client.command({"HELLO", "2", "AUTH", "alice", "secret", "SETNAME", "a"}),
             "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
   EXPECT_EQ(client.command({"CLIENT", "GETNAME"}), "$-1\r\n") << "a refused HELLO set the name";
+}
+
+TEST_F(ServerCommands, MsetnxAndRenameAcrossShardsAnswerCrossslotAndChangeNothing) {
+  // The server's 8 shards (one worker, 8 per worker): a key of shard 0 and one of another shard.
+  constexpr std::uint32_t kShards = 8;
+  std::string mine = "a";
+  std::string theirs = "b";
+  for (int i = 0; shard_of(mine, kShards) != 0; ++i) mine = "a" + std::to_string(i);
+  for (int i = 0; shard_of(theirs, kShards) == 0; ++i) theirs = "b" + std::to_string(i);
+  Client client(server_.port());
+  ASSERT_TRUE(client.connected());
+  const std::string crossslot = "-CROSSSLOT Keys in request don't hash to the same shard (use a {hash tag})\r\n";
+  EXPECT_EQ(client.command({"MSETNX", mine, "1", theirs, "2"}), crossslot);
+  EXPECT_EQ(client.command({"EXISTS", mine, theirs}), ":0\r\n");
+  ASSERT_EQ(client.command({"SET", mine, "v"}), "+OK\r\n");
+  EXPECT_EQ(client.command({"RENAME", mine, theirs}), crossslot);
+  EXPECT_EQ(client.command({"MGET", mine, theirs}), "*2\r\n$1\r\nv\r\n$-1\r\n");
+  // One hash tag, one shard: both work.
+  EXPECT_EQ(client.command({"MSETNX", "{u1}.name", "a", "{u1}.mail", "b"}), ":1\r\n");
+  EXPECT_EQ(client.command({"MSETNX", "{u1}.name", "x", "{u1}.new", "y"}), ":0\r\n");
+  EXPECT_EQ(client.command({"RENAME", "{u1}.mail", "{u1}.email"}), "+OK\r\n");
+  EXPECT_EQ(client.command({"MGET", "{u1}.name", "{u1}.email", "{u1}.new"}), "*3\r\n$1\r\na\r\n$1\r\nb\r\n$-1\r\n");
 }
 
 }  // namespace
