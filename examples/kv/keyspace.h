@@ -158,6 +158,10 @@ class Keyspace {
   void zscore(const Call& call);
   void zcard(const Call& call);
   void zrange(const Call& call);
+  enum class RangeBy : std::uint8_t { kIndex, kScore, kLex };
+  // ZRANGE BYSCORE and BYLEX, after zrange() has read the options.
+  void zrange_by_value(const Call& call, RangeBy by, bool reverse, bool with_scores, std::int64_t offset,
+                       std::int64_t count);
   void zrem(const Call& call);
   void zpop(const Call& call, bool max);
   void zrank(const Call& call);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -312,6 +313,66 @@ TEST(KeyspaceSortedSets, RangeOrderIsScoreThenMember) {
   EXPECT_EQ(run(ks, {"ZRANGE", "z", "0", "1", "REV", "WITHSCORES"}),
             "*4\r\n$1\r\nc\r\n$1\r\n2\r\n$1\r\nb\r\n$1\r\n1\r\n");
   EXPECT_EQ(run(ks, {"ZRANGE", "z", "x", "1"}), kNotInteger);
+}
+
+// A RESP2 array of bulk strings.
+std::string array_of(std::initializer_list<std::string_view> elements) {
+  std::string out = "*" + std::to_string(elements.size()) + "\r\n";
+  for (const std::string_view e : elements) out += "$" + std::to_string(e.size()) + "\r\n" + std::string(e) + "\r\n";
+  return out;
+}
+
+// The replies of redis-server 7.0.15 to the same commands.
+TEST(KeyspaceSortedSets, RangeByScoreWithRevAndLimit) {
+  Keyspace ks(0, 1);
+  run(ks, {"ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"});
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "(1", "+inf", "BYSCORE"}), array_of({"b", "c", "d"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "2", "3", "byscore", "WITHSCORES"}), array_of({"b", "2", "c", "3"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "-INF", "2", "BYSCORE"}), array_of({"a", "b"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "2", "2", "BYSCORE"}), array_of({"b"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "(2", "(2", "BYSCORE"}), "*0\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "3", "2", "BYSCORE"}), "*0\r\n");
+  // REV takes the bounds the other way round: max first.
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "+inf", "-inf", "BYSCORE", "REV"}), array_of({"d", "c", "b", "a"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "3", "1", "BYSCORE", "REV", "LIMIT", "1", "1"}), array_of({"b"}));
+  // A negative count is no limit; a negative offset is an empty range.
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "-1"}), array_of({"b", "c", "d"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "-1", "2"}), "*0\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "0"}), "*0\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "missing", "(1", "2", "BYSCORE"}), "*0\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "x", "1", "BYSCORE"}), "-ERR min or max is not a float\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "nan", "1", "BYSCORE"}), "-ERR min or max is not a float\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "missing", "x", "1", "BYSCORE"}), "-ERR min or max is not a float\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "0", "1", "BYSCORE", "LIMIT", "x", "1"}), kNotInteger);
+}
+
+TEST(KeyspaceSortedSets, RangeByLexWithRevAndLimit) {
+  Keyspace ks(0, 1);
+  run(ks, {"ZADD", "l", "0", "a", "0", "b", "0", "c", "0", "d"});
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "-", "+", "BYLEX"}), array_of({"a", "b", "c", "d"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "[b", "(d", "BYLEX"}), array_of({"b", "c"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "(b", "+", "bylex"}), array_of({"c", "d"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "+", "-", "BYLEX", "REV"}), array_of({"d", "c", "b", "a"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "[c", "-", "BYLEX", "REV", "LIMIT", "1", "5"}), array_of({"b", "a"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "+", "+", "BYLEX"}), "*0\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "-", "-", "BYLEX"}), "*0\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "[", "+", "BYLEX"}), array_of({"a", "b", "c", "d"}));
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "a", "c", "BYLEX"}), "-ERR min or max not valid string range item\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "l", "-", "+", "BYLEX", "WITHSCORES"}),
+            "-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n");
+}
+
+TEST(KeyspaceSortedSets, RangeOptionsRefusedAsRedisRefusesThem) {
+  Keyspace ks(0, 1);
+  run(ks, {"ZADD", "z", "1", "a", "2", "b"});
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "0", "1", "LIMIT", "0", "1"}),
+            "-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "0", "1", "LIMIT", "0", "-1"}), array_of({"a", "b"}));  // LIMIT's defaults
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "0", "1", "LIMIT", "0"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "0", "1", "BYSCORE", "BYLEX"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(run(ks, {"ZRANGE", "z", "0", "1", "REV", "REV"}), "-ERR syntax error\r\n");
+  run(ks, {"SET", "s", "x"});
+  EXPECT_EQ(run(ks, {"ZRANGE", "s", "0", "1", "BYSCORE"}), kWrongType);
 }
 
 TEST(KeyspaceSortedSets, ZincrbyRankRem) {
