@@ -12,6 +12,7 @@
 // abandoned and is dropped, and whichever side lets go last frees it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -51,6 +52,8 @@ class AskSlot {
   bool closed_ = false;
   bool abandoned_ = false;
   std::exception_ptr error_;
+  std::atomic<bool> settled_{false};  // answered_ || closed_, read without the lock while spinning
+  static constexpr long kSpin = 100'000;  // ns the asking thread spins before it sleeps
 };
 
 template <class Reply>
