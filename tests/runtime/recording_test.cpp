@@ -252,6 +252,31 @@ TEST(Recording, TheRuntimesDefaultRecordsReactorsThatInherit) {
   EXPECT_THROW(rt.dump_recording(unrecorded, dir.path() / "x"), std::runtime_error);
 }
 
+TEST(Recording, ADumpIntoADirectoryHoldingAnotherRecordingsDumpIsRefused) {
+  TempDir dir;
+  RuntimeConfig config{.workers = 1};
+  config.recording.mode = RecordingMode::kRing;
+  Runtime rt(config);
+  const ActorRef first = rt.spawn<Idle>();
+  const ActorRef second = rt.spawn<Idle>();
+  ASSERT_TRUE(rt.wait_idle());
+  const std::filesystem::path dump = rt.dump_recording(first, dir.path() / "dump");
+  std::vector<std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator(dump)) before.push_back(e.path().filename());
+  try {
+    rt.dump_recording(second, dump);
+    ADD_FAILURE() << "dumped over another recording";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("holds the dump of another recording"), std::string::npos) << e.what();
+  }
+  std::vector<std::string> after;
+  for (const auto& e : std::filesystem::directory_iterator(dump)) after.push_back(e.path().filename());
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(read_all(dump).size(), 1u);  // the first reactor's log, whole
+  rt.dump_recording(first, dump);          // its own recording again: allowed
+  rt.dump_recording(second, dir.path() / "other");
+}
+
 TEST(Recording, AStoppedReactorsLogEndsWithItsStop) {
   TempDir dir;
   Runtime rt(RuntimeConfig{.workers = 1});

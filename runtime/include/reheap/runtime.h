@@ -238,7 +238,8 @@ class Runtime {
   // mode: its checkpoint (base-<events>.snap) and its log (log-<events + 1>.rlog) into
   // `directory`, which is returned. File mode: flushes the log and returns the directory the
   // recording is in (`directory` is not used). Throws std::runtime_error if the reactor is not
-  // recorded or its recording stopped after an error.
+  // recorded, its recording stopped after an error, or (ring mode) `directory` holds the dump of
+  // another recording, which it leaves as it was.
   std::filesystem::path dump_recording(ActorRef ref, const std::filesystem::path& directory);
 
   // Moves the reactor to another worker between two of its events, and pins it there (the

@@ -378,6 +378,24 @@ std::filesystem::path ReactorRecorder::dump(Cell* c, const std::filesystem::path
     throw;
   }
   if (options_.mode == RecordingMode::kFile) return directory_;
+  // A dump never mixes recordings: its anchor and log would sit among another reactor's, and a
+  // replay of the directory would read the wrong pair.
+  std::error_code missing;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, missing)) {
+    if (entry.path().extension() != ".rlog") continue;
+    std::uint64_t other = 0;
+    try {
+      other = LogReader(entry.path()).header().recording_id;
+    } catch (const std::exception& e) {
+      throw std::runtime_error(directory.string() + " holds " + entry.path().filename().string() +
+                               ", which is not a readable log (" + e.what() +
+                               "): dump into an empty directory");
+    }
+    if (other != recording_id_) {
+      throw std::runtime_error(directory.string() + " holds the dump of another recording (" +
+                               entry.path().filename().string() + "): dump into an empty directory");
+    }
+  }
   write_ring(directory);
   return directory;
 }
