@@ -57,7 +57,11 @@ bool AskSlot::wait(std::chrono::nanoseconds timeout) {
   }
   abandoned_ = true;
   if (!answered_) return false;
-  if (error_) std::rethrow_exception(error_);
+  // Taken out of the slot: the asker may free the slot later, on its worker, and the exception
+  // must die on this thread, which reads it.
+  std::exception_ptr error = std::move(error_);
+  lock.unlock();
+  if (error) std::rethrow_exception(error);
   return true;
 }
 

@@ -1,8 +1,11 @@
 // Commands in mailbox order (mailbox_command.h).
 #include "mailbox_command.h"
 
+#include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -13,10 +16,23 @@
 namespace reheap::detail {
 namespace {
 
+// Owned by the calling thread, which waits for `done` and then frees it. The worker hands over its
+// outcome and never touches the command after: in particular it holds no reference to a failure's
+// exception once `done` is set, so the exception dies on the caller's thread, where it is read.
 struct MailboxCommand {
   const char* operation;
   const std::function<void(Cell*)>* f;  // the caller's, alive while it waits
-  std::promise<void> done;
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::exception_ptr error;
+
+  void finish(std::exception_ptr outcome) noexcept {
+    std::lock_guard<std::mutex> lock(mutex);
+    error = std::move(outcome);
+    done = true;
+    finished.notify_all();
+  }
 };
 
 MailboxCommand* command_of(const Envelope& e) noexcept {
@@ -31,39 +47,38 @@ void run_in_mailbox_order(RuntimeImpl& rt, ActorRef ref, const char* operation,
                           const std::function<void(Cell*)>& f) {
   HeapScope system(nullptr);
   rt.require_outside_workers(operation);
-  const auto fail = [&](const char* why) {
+  const auto fail = [&](const std::string& why) {
     throw std::runtime_error(std::string("reheap::Runtime::") + operation + ": " + why);
   };
-  auto* command = new MailboxCommand{operation, &f, {}};
-  std::future<void> result = command->done.get_future();
-  Envelope* e = make_system_envelope(SystemMessage::kCommand, sizeof command);
-  if (e == nullptr) {
-    delete command;
-    fail("the message allocator is exhausted");
+  auto command = std::make_unique<MailboxCommand>();
+  command->operation = operation;
+  command->f = &f;
+  MailboxCommand* raw = command.get();
+  Envelope* e = make_system_envelope(SystemMessage::kCommand, sizeof raw);
+  if (e == nullptr) fail("the message allocator is exhausted");
+  std::memcpy(e->payload(), &raw, sizeof raw);
+  const SendResult sent = send_as(rt, ActorRef(), ref, e, SendResult::kOk);  // frees e if refused
+  if (sent == SendResult::kNoSuchReactor) fail("no reactor " + std::to_string(ref.value()));
+  if (sent != SendResult::kOk) fail(to_string(sent));
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(command->mutex);
+    command->finished.wait(lock, [&] { return command->done; });
+    error = std::move(command->error);
   }
-  std::memcpy(e->payload(), &command, sizeof command);
-  const SendResult sent = send_as(rt, ActorRef(), ref, e, SendResult::kOk);
-  if (sent != SendResult::kOk) {
-    delete command;  // the envelope went with the refusal
-    if (sent == SendResult::kNoSuchReactor) {
-      throw std::runtime_error(std::string("reheap::Runtime::") + operation + ": no reactor " +
-                               std::to_string(ref.value()));
-    }
-    fail(to_string(sent));
-  }
-  result.get();
+  if (error) std::rethrow_exception(error);
 }
 
 void run_mailbox_command(Cell* c, const Envelope& e) noexcept {
   HeapScope system(nullptr);
   MailboxCommand* command = command_of(e);
+  std::exception_ptr error;
   try {
     (*command->f)(c);
-    command->done.set_value();
   } catch (...) {
-    command->done.set_exception(std::current_exception());
+    error = std::current_exception();
   }
-  delete command;
+  command->finish(std::move(error));
 }
 
 void abandon_system_message(const Envelope& e) noexcept {
@@ -78,14 +93,14 @@ void abandon_if_mailbox_command(const Envelope& e) noexcept {
   }
   HeapScope system(nullptr);
   MailboxCommand* command = command_of(e);
+  std::exception_ptr error;
   try {
-    command->done.set_exception(std::make_exception_ptr(std::runtime_error(
-        std::string("reheap::Runtime::") + command->operation +
-        ": the reactor stopped before it reached the request")));
+    error = std::make_exception_ptr(std::runtime_error(std::string("reheap::Runtime::") + command->operation +
+                                                       ": the reactor stopped before it reached the request"));
   } catch (...) {
-    command->done.set_exception(std::current_exception());  // no memory for the message
+    error = std::current_exception();  // no memory for the message
   }
-  delete command;
+  command->finish(std::move(error));
 }
 
 }  // namespace reheap::detail

@@ -11,8 +11,6 @@
 #pragma once
 
 #include <functional>
-#include <future>
-#include <memory>
 
 #include "cell.h"
 #include "envelope.h"
