@@ -444,14 +444,12 @@ void require_recordable(const RecordingOptions& options, const char* operation) 
     if (options.mode == RecordingMode::kRing) return;  // no crash bundles: nothing to write
     throw std::invalid_argument(what + " needs RecordingOptions::directory");
   }
+  // Fails, too, for a path that exists and is not a directory.
   std::error_code error;
   std::filesystem::create_directories(options.directory, error);
   if (error) {
     throw std::invalid_argument(what + " cannot create its directory " + options.directory.string() + ": " +
                                 error.message());
-  }
-  if (!std::filesystem::is_directory(options.directory, error)) {
-    throw std::invalid_argument(what + ": " + options.directory.string() + " is not a directory");
   }
   if (::access(options.directory.c_str(), W_OK | X_OK) != 0) {
     throw std::invalid_argument(what + " cannot write in its directory " + options.directory.string() + ": " +
