@@ -6,6 +6,7 @@
 #include "cell_table.h"
 #include "mailbox_command.h"
 #include "reheap/heap_scope.h"
+#include "slot_generations.h"
 #include "snapshot_request.h"
 
 namespace reheap::detail {
@@ -96,6 +97,7 @@ Cell* CellTable::acquire_for(ActorRef ref, std::uint64_t* dead) {
       live_.fetch_add(1, std::memory_order_relaxed);
       c->generation = ref.generation();
       c->issued = std::max(c->issued, ref.generation());
+      note_slot_generation(slot, ref.generation());
       *dead = drain(c);
       return c;
     }
@@ -119,8 +121,9 @@ Cell* CellTable::acquire_for(ActorRef ref, std::uint64_t* dead) {
 }
 
 Cell* CellTable::acquire_locked(std::uint64_t* dead) {
-  std::uint32_t slot = 0;
+  Cell* c = nullptr;
   for (;;) {
+    std::uint32_t slot = 0;
     if (free_count_ == 0) {
       // Slot 0 is never used: with generation 0 never issued either, no ActorRef is 0.
       if (created_ == 0) grow_to(1);
@@ -131,12 +134,20 @@ Cell* CellTable::acquire_locked(std::uint64_t* dead) {
       }
       slot = created_;
       grow_to(created_ + 1);
+    } else {
+      slot = pop_free();
+      if (cell(slot)->in_use) continue;  // taken by acquire_for meanwhile
+    }
+    c = cell(slot);
+    // Another runtime of this process may have issued generations of this slot (slot_generations.h).
+    const std::uint32_t generation = claim_slot_generation(slot, c->generation);
+    if (generation != 0) {
+      c->generation = generation;
       break;
     }
-    slot = pop_free();
-    if (!cell(slot)->in_use) break;  // else taken by acquire_for meanwhile
+    c->issued = ActorRef::kMaxGeneration;  // spent in this process: retired, as in release()
+    ++retired_;
   }
-  Cell* c = cell(slot);
   c->in_use = true;
   live_.fetch_add(1, std::memory_order_relaxed);
   c->issued = std::max(c->issued, c->generation);

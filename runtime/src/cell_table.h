@@ -22,7 +22,8 @@ namespace reheap::detail {
 // reader-writer lock: one shared lock per send to it, and none at all while no reactor is
 // relocated. A reference that neither its slot nor the map holds names no reactor. No reference
 // can name two: a relocated reference's generation was issued before its slot's current one, and
-// a slot only moves past the generations it issued; another origin's never enter the slot table.
+// a slot only moves past the generations issued for it, by this table or by another runtime's in
+// this process (slot_generations.h); another origin's never enter the slot table.
 class CellTable {
  public:
   static constexpr std::uint32_t kBlockCells = 1024;

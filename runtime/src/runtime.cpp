@@ -379,9 +379,8 @@ ActorRef Runtime::restore(const std::filesystem::path& file, const ReactorRestor
   if (c == nullptr) {
     throw std::runtime_error("reheap::Runtime::restore: " + file.string() + ": reactor " +
                              std::to_string(ref.value()) +
-                             " is alive in this runtime (the snapshot's own reactor, or, if the snapshot "
-                             "comes from another Runtime of this process, which mints the same references, "
-                             "a reactor of this one that has its reference)");
+                             " is alive in this runtime (the snapshot's own reactor, restored already or "
+                             "never stopped)");
   }
   impl_->external_consumed.fetch_add(dead, std::memory_order_relaxed);
   impl_->dead_letters.fetch_add(dead, std::memory_order_relaxed);

@@ -10,9 +10,10 @@
 // What is guaranteed: a reference names at most one reactor ever, in every process whose
 // identities are distinct (different node ids, or a node's incarnations counted in a state
 // directory; random incarnations make that probable, not certain: see node_identity.h). Runtimes
-// of one process share its identity, and each mints from its own slot table: two runtimes of one
-// process (or one after the other) can give two reactors the same reference, so a reactor saved
-// in one and restored in another that has a reactor under its reference is refused. A runtime resolves a reference of its own origin through its
+// of one process share its identity and each has its own slot table, but every generation of a
+// slot is claimed process-wide before a table issues it, so two runtimes of one process, alive
+// together or one after the other, never mint the same reference either (a reactor saved in one
+// restores into the other under its own). A runtime resolves a reference of its own origin through its
 // slot table; a restored reactor that cannot have the slot its reference names (it comes from
 // another process, or a later reactor took the slot) keeps its reference and is found through a
 // map. A reference of another origin that names no reactor restored here is a dead letter
