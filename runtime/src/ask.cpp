@@ -44,16 +44,17 @@ void AskSlot::close() noexcept {
 bool AskSlot::wait(std::chrono::nanoseconds timeout) {
   // An answer usually comes within the spin: waiting for it awake saves the futex sleep and the
   // wake-up, which cost more than the spin in the VMs measured (README, "ask").
-  const auto spin_until = std::chrono::steady_clock::now() + std::min(timeout, std::chrono::nanoseconds(kSpin));
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin_until = start + std::min(timeout, std::chrono::nanoseconds(kSpin));
   while (!settled_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {
   }
   std::unique_lock<std::mutex> lock(mutex_);
   const auto settled = [this] { return answered_ || closed_; };
-  // wait_for adds the timeout to now(): a timeout of years would overflow the clock.
+  // The spin is part of the timeout. A timeout of years would overflow the clock: no deadline.
   if (timeout >= std::chrono::hours(24 * 365)) {
     changed_.wait(lock, settled);
   } else {
-    changed_.wait_for(lock, timeout, settled);
+    changed_.wait_until(lock, start + timeout, settled);
   }
   abandoned_ = true;
   if (!answered_) return false;
