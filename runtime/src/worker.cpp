@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "reheap/heap_scope.h"
+#include "recording/fatal_signal.h"
 #include "reheap/zone.h"
 #include "runtime_impl.h"
 
@@ -95,6 +96,8 @@ void Worker::thread_main() {
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+  // A recorded reactor that overflows its stack still leaves a crash bundle (fatal_signal.h).
+  recording::ensure_alternate_signal_stack();
   t_worker = this;
   check_uv(uv_poll_start(&wake_poll_, UV_READABLE, &Worker::on_wake), "uv_poll_start");
   check_uv(uv_prepare_start(&prepare_, &Worker::on_prepare), "uv_prepare_start");

@@ -22,6 +22,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reheap/actor_ref.h"
@@ -188,6 +189,17 @@ class LogWriter {
   std::uint64_t events() const noexcept { return events_; }  // inputs written so far, in total
   std::size_t pending_bytes() const noexcept { return body_.size(); }
 
+  // For a fatal signal's handler, which may not allocate (runtime/src/recording/fatal_signal.h):
+  // the block held now, closed with one more record, `last` (see encode_event_failed), whose
+  // bytes follow `*body` in the block. Writes the block's 28-byte header into `header`. False
+  // while an append is under way, when the block may be half-written.
+  bool seal_with(std::span<const unsigned char> last, std::span<unsigned char, 28> header,
+                 std::span<const unsigned char>* body) const noexcept;
+  // Encodes the kEventFailed record append() would write for `hook` and `what` into `out`
+  // (`what` cut to fit), allocating nothing; returns the bytes used. `out` holds at least 64.
+  static std::size_t encode_event_failed(std::span<unsigned char> out, std::string_view hook,
+                                         std::string_view what) noexcept;
+
  private:
   std::uint64_t ref_index(ActorRef ref);
   std::uint64_t type_index(std::uint64_t type_id, Encoding encoding);
@@ -200,6 +212,7 @@ class LogWriter {
   std::vector<std::uint64_t> refs_;  // this block's dictionaries (searched linearly: they are short)
   std::vector<std::pair<std::uint64_t, Encoding>> types_;
   std::vector<unsigned char> block_;  // header + body, reused
+  bool appending_ = false;  // an append is under way: the body may be half-written (seal_with)
 };
 
 class LogReader {

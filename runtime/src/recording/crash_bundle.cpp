@@ -40,9 +40,10 @@ void write_whole_file(const std::filesystem::path& file, std::span<const unsigne
   if (!out) throw RecordingError(RecordingErrc::kIo, file, 0, "cannot write the file");
 }
 
-void write_manifest(const std::filesystem::path& file, const CrashManifest& m) {
+ManifestFrame manifest_frame(const CrashManifest& m) {
   // Integers that may exceed 2^53 (ids) are written as strings, which every JSON reader keeps exact.
-  const std::string text =
+  ManifestFrame frame;
+  frame.head =
       "{\n"
       "  \"format\": \"reheap-crash-bundle\",\n"
       "  \"version\": 1,\n"
@@ -50,13 +51,19 @@ void write_manifest(const std::filesystem::path& file, const CrashManifest& m) {
       "  \"program\": " + json_string(m.program) + ",\n" +
       "  \"reactor\": \"" + std::to_string(m.reactor.value()) + "\",\n" +
       "  \"reactor_type\": " + json_string(m.reactor_type) + ",\n" +
-      "  \"hook\": " + json_string(m.hook) + ",\n" +
-      "  \"failure\": " + json_string(m.failure) + ",\n" +
-      "  \"failing_event\": " + std::to_string(m.failing_event) + ",\n" +
-      "  \"recording_id\": \"" + std::to_string(m.recording_id) + "\",\n" +
+      "  \"hook\": ";
+  frame.tail =
+      ",\n  \"recording_id\": \"" + std::to_string(m.recording_id) + "\",\n" +
       "  \"anchor\": " + json_string(m.anchor) + ",\n" +
       "  \"anchor_events\": " + std::to_string(m.anchor_events) + "\n" +
       "}\n";
+  return frame;
+}
+
+void write_manifest(const std::filesystem::path& file, const CrashManifest& m) {
+  const ManifestFrame frame = manifest_frame(m);
+  const std::string text = frame.head + json_string(m.hook) + ManifestFrame::kAfterHook + json_string(m.failure) +
+                           ManifestFrame::kAfterFailure + std::to_string(m.failing_event) + frame.tail;
   write_whole_file(file, std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size()));
 }
 

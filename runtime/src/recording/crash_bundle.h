@@ -31,6 +31,18 @@ struct CrashManifest {
 };
 
 void write_manifest(const std::filesystem::path& file, const CrashManifest& manifest);
+
+// The manifest's text around the three fields only the failure tells (hook, failure,
+// failing_event), for a writer that may not allocate then (fatal_signal.h): the text is
+// head, the hook as a JSON string, kAfterHook, the failure as a JSON string, kAfterFailure, the
+// failing event's number, tail. write_manifest writes the same.
+struct ManifestFrame {
+  static constexpr const char* kAfterHook = ",\n  \"failure\": ";
+  static constexpr const char* kAfterFailure = ",\n  \"failing_event\": ";
+  std::string head;
+  std::string tail;
+};
+ManifestFrame manifest_frame(const CrashManifest& manifest);
 // Writes `bytes` to `file` (replacing it). Throws RecordingError(kIo).
 void write_whole_file(const std::filesystem::path& file, std::span<const unsigned char> bytes);
 // The demangled name of a type (typeid(x).name()), or the mangled one if it does not demangle.

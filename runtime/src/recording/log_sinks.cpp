@@ -11,9 +11,7 @@
 #include "log_codec.h"
 
 namespace reheap::detail::recording {
-namespace {
 
-// Writes all of `data` or returns the errno of the failure.
 int write_all(int fd, const unsigned char* data, std::size_t size) noexcept {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
@@ -27,8 +25,6 @@ int write_all(int fd, const unsigned char* data, std::size_t size) noexcept {
   }
   return 0;
 }
-
-}  // namespace
 
 FileSegmentSink::~FileSegmentSink() { close_segment(); }
 
@@ -78,6 +74,14 @@ void FileSegmentSink::write_block(std::uint64_t events_before, std::span<const u
                              (cut == 0 ? "" : " (and the torn block could not be cut off)"));
   }
   size_ += block.size();
+}
+
+bool FileSegmentSink::append_in_signal_handler(std::span<const std::span<const unsigned char>> pieces) noexcept {
+  if (fd_ < 0) return false;
+  for (const std::span<const unsigned char> piece : pieces) {
+    if (write_all(fd_, piece.data(), piece.size()) != 0) return false;
+  }
+  return true;
 }
 
 void MemoryLogSink::reset(LogHeader header, std::size_t keep_capacity) {

@@ -17,11 +17,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <vector>
 
 #include "reheap/recording_log.h"
 
 namespace reheap::detail::recording {
+
+// Writes all of `data` or returns the errno of the failure (0). Async-signal-safe.
+int write_all(int fd, const unsigned char* data, std::size_t size) noexcept;
 
 class FileSegmentSink final : public LogSink {
  public:
@@ -35,6 +39,9 @@ class FileSegmentSink final : public LogSink {
   // block yet is still a readable, empty log).
   void start(std::uint64_t events_before) { open_segment(events_before); }
   void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
+  // For a fatal signal's handler: appends `pieces` (one block) to the current segment with
+  // write(2) alone, past segment_bytes if need be. False if it could not write all of them.
+  bool append_in_signal_handler(std::span<const std::span<const unsigned char>> pieces) noexcept;
   // The segments written so far, oldest first.
   const std::vector<std::filesystem::path>& segments() const noexcept { return segments_; }
   // Bytes written to every segment so far, headers included.

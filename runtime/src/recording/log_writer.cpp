@@ -1,6 +1,9 @@
 // LogWriter and the log's header (see reheap/recording_log.h, RECORDING_FORMAT.md).
+// The state type of XXH3's streaming functions is only complete with this (seal_with).
+#define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "log_codec.h"
@@ -208,6 +211,12 @@ void put_payload(std::vector<unsigned char>& out, const LogRecord& r) {
 
 void LogWriter::append(const LogRecord& r) {
   std::vector<unsigned char>& out = body_;
+  // Cleared on the way out, by an exception too (which leaves the block as it is: see flush()).
+  struct Appending {
+    bool& flag;
+    explicit Appending(bool& f) noexcept : flag(f) { flag = true; }
+    ~Appending() { flag = false; }
+  } appending(appending_);
   if (records_ == 0) block_events_before_ = events_;
   out.push_back(static_cast<unsigned char>(r.kind));
   switch (r.kind) {
@@ -353,6 +362,49 @@ void LogWriter::flush() {
   types_.clear();
   block_events_before_ = events_;
   sink_.write_block(before, block_);
+}
+
+bool LogWriter::seal_with(std::span<const unsigned char> last, std::span<unsigned char, 28> header,
+                          std::span<const unsigned char>* body) const noexcept {
+  if (appending_) return false;
+  using detail::recording::store_fixed;
+  static_assert(detail::recording::kBlockHeaderBytes == 28);
+  // The same checksum as flush()'s over body + last, streamed: the two are not contiguous, and
+  // joining them would need memory. The state lives on the (signal) stack.
+  alignas(64) XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, body_.data(), body_.size());
+  XXH3_64bits_update(&state, last.data(), last.size());
+  store_fixed<std::uint32_t>(header.data(), detail::recording::kBlockMagic);
+  store_fixed<std::uint64_t>(header.data() + 4, records_ == 0 ? events_ : block_events_before_);
+  store_fixed<std::uint32_t>(header.data() + 12, records_ + 1);
+  store_fixed<std::uint32_t>(header.data() + 16, static_cast<std::uint32_t>(body_.size() + last.size()));
+  store_fixed<std::uint64_t>(header.data() + 20, XXH3_64bits_digest(&state));
+  *body = std::span<const unsigned char>(body_.data(), body_.size());
+  return true;
+}
+
+std::size_t LogWriter::encode_event_failed(std::span<unsigned char> out, std::string_view hook,
+                                           std::string_view what) noexcept {
+  // kind, then two strings as put_string writes them: a varint length and the bytes.
+  std::size_t at = 0;
+  const auto varint = [&](std::uint64_t v) {
+    while (v >= 0x80) {
+      out[at++] = static_cast<unsigned char>(v | 0x80);
+      v >>= 7;
+    }
+    out[at++] = static_cast<unsigned char>(v);
+  };
+  const auto string = [&](std::string_view s, std::size_t room) {
+    s = s.substr(0, room);
+    varint(s.size());
+    for (const char ch : s) out[at++] = static_cast<unsigned char>(ch);
+  };
+  constexpr std::size_t kLengths = 2 * 10;  // two varints' worst case
+  out[at++] = static_cast<unsigned char>(RecordKind::kEventFailed);
+  string(hook, std::min<std::size_t>(hook.size(), (out.size() - 1 - kLengths) / 2));
+  string(what, out.size() - at - 10);
+  return at;
 }
 
 }  // namespace reheap

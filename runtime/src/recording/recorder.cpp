@@ -32,6 +32,8 @@
 #include "../reactor_access.h"
 #include "../reactor_snapshot.h"
 #include "crash_bundle.h"
+#include "fatal_bundle.h"
+#include "fatal_signal.h"
 #include "log_sinks.h"
 #include "recording_host.h"
 #include "reheap/byte_stream.h"
@@ -67,7 +69,7 @@ void link_or_copy(const std::filesystem::path& from, const std::filesystem::path
   if (link_error) std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
 }
 
-class ReactorRecorder final : public Recorder, private LogSink, private ChunkPlacement {
+class ReactorRecorder final : public Recorder, private LogSink, private ChunkPlacement, private FatalSignalWitness {
  public:
   ReactorRecorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors)
       : options_(options), errors_(errors), writer_(*this, 0), host_(writer_, options.outputs) {}
@@ -109,6 +111,10 @@ class ReactorRecorder final : public Recorder, private LogSink, private ChunkPla
   bool anchor(Cell* c, std::uint64_t events, bool rotate = false);
   void write_input(const Event& event);
   void write_crash_bundle(Cell* c);
+  // The manifest's fields a failure does not tell.
+  CrashManifest manifest_base() const;
+  // FatalSignalWitness: in the signal handler, during one of this reactor's events.
+  void on_fatal_signal(int signal, const siginfo_t& info) noexcept override;
   void write_ring(const std::filesystem::path& directory) const;
   LogHeader header_for(std::uint64_t events_before) const;
   [[gnu::cold, gnu::noinline]] void stop(Cell* c, const std::string& why);
@@ -135,6 +141,8 @@ class ReactorRecorder final : public Recorder, private LogSink, private ChunkPla
   std::unique_ptr<FileSegmentSink> file_;
   MemoryLogSink ring_;
   std::vector<unsigned char> checkpoint_;  // ring mode: the anchor
+  FatalBundle fatal_;       // prepared at each anchor
+  const char* hook_ = "";   // of the event under way
 };
 
 LogHeader ReactorRecorder::header_for(std::uint64_t events_before) const {
@@ -196,6 +204,15 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events, bool rotate) {
       write_reactor_aside(c, sink);
       ring_.reset(header_for(events), options_.ring_bytes + 2 * kLogBlockBytes);
     }
+    std::filesystem::path bundles = directory_;  // file mode
+    if (options_.mode == RecordingMode::kRing) {
+      bundles = options_.directory.empty() ? std::filesystem::path()
+                                           : options_.directory / ("reactor-" + std::to_string(actor_.value()));
+    }
+    CrashManifest m = manifest_base();
+    m.anchor = anchor_name(events);
+    m.anchor_events = events;
+    fatal_.prepare(std::move(bundles), manifest_frame(m), m.anchor, log_name(events));
   } catch (const std::exception& e) {
     stop(c, std::string("cannot anchor the recording: ") + e.what());
     return false;
@@ -272,7 +289,25 @@ ReactorHost* ReactorRecorder::begin_event(const Event& event, LiveHost& live) {
   write_input(event);
   host_.bind(live);
   in_event_ = true;
+  hook_ = hook_name(event.kind);
+  set_fatal_signal_witness(this);
   return &host_;
+}
+
+void ReactorRecorder::on_fatal_signal(int signal, const siginfo_t& info) noexcept {
+  if (stopped_ || !anchored_) return;
+  FatalBundle::Recording r;
+  r.writer = &writer_;
+  r.hook = hook_;
+  if (options_.mode == RecordingMode::kFile) {
+    if (!file_) return;
+    r.file = file_.get();
+    r.anchor_file = &anchor_file_;
+  } else {
+    r.checkpoint = checkpoint_;
+    r.ring = ring_.bytes();
+  }
+  fatal_.write(signal, info, r);
 }
 
 void ReactorRecorder::taken(const ChunkRun& run) noexcept {
@@ -293,6 +328,7 @@ void ReactorRecorder::taken(const ChunkRun& run) noexcept {
 
 void ReactorRecorder::end_event(Cell* c) {
   in_event_ = false;
+  set_fatal_signal_witness(nullptr);
   if (stopped_ || !anchored_) return;
   if (chunk_lost_) [[unlikely]] {
     stop(c, "a chunk the reactor's heap took could not be written down (out of memory)");
@@ -418,19 +454,24 @@ void ReactorRecorder::write_crash_bundle(Cell* c) {
   } else {
     write_ring(bundle);
   }
+  CrashManifest m = manifest_base();
+  m.hook = c->supervision.hook;
+  m.failure = c->supervision.what;
+  m.failing_event = event;
+  m.anchor = anchor_name(anchor_events_);
+  m.anchor_events = anchor_events_;
+  write_manifest(bundle / "manifest.json", m);
+}
+
+CrashManifest ReactorRecorder::manifest_base() const {
   CrashManifest m;
   m.build_id = program_build_id();
   std::error_code no_path;  // then "": reheap-snap replay asks for --program
   m.program = std::filesystem::read_symlink("/proc/self/exe", no_path).string();
   m.reactor = actor_;
   m.reactor_type = reactor_type_;
-  m.hook = c->supervision.hook;
-  m.failure = c->supervision.what;
-  m.failing_event = event;
   m.recording_id = recording_id_;
-  m.anchor = anchor_name(anchor_events_);
-  m.anchor_events = anchor_events_;
-  write_manifest(bundle / "manifest.json", m);
+  return m;
 }
 
 }  // namespace
@@ -458,6 +499,7 @@ void require_recordable(const RecordingOptions& options, const char* operation) 
 }
 
 std::unique_ptr<Recorder> make_recorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors) {
+  install_fatal_signal_handlers();
   return std::make_unique<ReactorRecorder>(options, errors);
 }
 

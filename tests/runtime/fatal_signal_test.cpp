@@ -1,0 +1,168 @@
+// A recorded reactor whose event ends the process with a fatal signal (a null pointer, a stack
+// overflow, abort()) still leaves a crash bundle: the helper process records a reactor and dies
+// on its fifth event; the test reads what it left, in file and in ring mode.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "reheap/recording_log.h"
+#include "reheap/runtime.h"
+#include "runtime_support.h"
+
+namespace reheap::fatal_signal_test {
+namespace {
+
+using rttest::TempDir;
+
+struct Order {
+  std::uint32_t n;
+};
+
+// How an order of 0 kills the process: set by the helper from its arguments.
+enum class Death { kNullWrite, kStackOverflow, kAbort };
+Death g_death = Death::kNullWrite;
+
+// Recurses until the stack runs out; the frame's array keeps the call from becoming a loop.
+[[gnu::noinline]] std::uint32_t overflow(std::uint32_t depth) {
+  volatile char frame[1024];
+  frame[0] = static_cast<char>(depth);
+  if (depth == 0) return frame[0];  // never: depth only grows
+  return overflow(depth + 1) + static_cast<std::uint32_t>(frame[0]);
+}
+
+class OrderBook : public Reactor {
+ public:
+  OrderBook() { handle<&OrderBook::on_order>(); }
+  void on_order(const Order& o) {
+    if (o.n != 0) {
+      orders_.push_back(o.n);
+      return;
+    }
+    switch (g_death) {
+      case Death::kNullWrite: {
+        // Volatile both ways: the compiler knows neither the address nor may drop the store.
+        volatile std::uintptr_t address = 0;
+        *reinterpret_cast<volatile int*>(address) = 1;
+        break;
+      }
+      case Death::kStackOverflow:
+        orders_.push_back(overflow(1));
+        break;
+      case Death::kAbort:
+        std::abort();
+    }
+  }
+
+ private:
+  std::vector<std::uint32_t> orders_;
+};
+
+// --helper fatal-signal <dir> <file|ring> <null|stack|abort>: records an OrderBook that takes
+// orders 1, 2, 3 and dies on 0 (event 5, after on_start). Prints "reactor <ref>" first.
+int record_and_die(const std::vector<std::string>& args) {
+  g_death = args[2] == "stack" ? Death::kStackOverflow : args[2] == "abort" ? Death::kAbort : Death::kNullWrite;
+  Runtime rt(RuntimeConfig{.workers = 2});
+  SpawnOptions options;
+  options.recording.mode = args[1] == "ring" ? RecordingMode::kRing : RecordingMode::kFile;
+  options.recording.directory = args[0];
+  const ActorRef book = rt.spawn<OrderBook>(options);
+  std::printf("reactor %llu\n", static_cast<unsigned long long>(book.value()));
+  std::fflush(stdout);
+  for (std::uint32_t n : {1u, 2u, 3u, 0u}) {
+    if (const SendResult sent = rt.send(book, Order{n}); sent != SendResult::kOk) {
+      std::printf("send: %s\n", to_string(sent));
+      return 3;
+    }
+  }
+  rt.wait_idle();
+  std::printf("still alive after the fifth event: %s\n", rt.alive(book) ? "the reactor runs" : "the reactor stopped");
+  return 4;  // not reached: the fifth event ends the process
+}
+const rttest::RegisterHelper kRecordAndDie("fatal-signal", &record_and_die);
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Died {
+  rttest::ChildResult child;
+  std::filesystem::path bundle;
+};
+
+Died record_death(const TempDir& dir, const char* mode, const char* how) {
+  Died d;
+  d.child = rttest::run_helper("fatal-signal", {dir.path().string(), mode, how});
+  const std::size_t at = d.child.output.find("reactor ");
+  if (at == std::string::npos) return d;
+  const std::string ref = d.child.output.substr(at + 8, d.child.output.find('\n', at) - at - 8);
+  d.bundle = dir.path() / ("reactor-" + ref) / "crash-5";
+  return d;
+}
+
+void expect_bundle(const Died& d, const char* signal_name) {
+  // Sanitizers report the signal themselves and exit with a status: either way it did not exit 0.
+  EXPECT_FALSE(d.child.succeeded()) << d.child.describe();
+  if (!rttest::kSanitized) {
+    ASSERT_TRUE(WIFSIGNALED(d.child.wait_status)) << d.child.describe();
+  }
+  EXPECT_NE(d.child.output.find("crash bundle: " + d.bundle.string()), std::string::npos) << d.child.describe();
+  ASSERT_TRUE(std::filesystem::exists(d.bundle / "manifest.json")) << d.child.describe();
+  EXPECT_TRUE(std::filesystem::exists(d.bundle / "base-0.snap"));
+
+  LogReader reader(d.bundle);
+  std::vector<LogRecord> log;
+  std::vector<std::uint64_t> positions;
+  LogRecord r;
+  while (reader.next(r)) {
+    log.push_back(r);
+    positions.push_back(reader.position());
+  }
+  ASSERT_GE(log.size(), 2u);
+  EXPECT_EQ(log.back().kind, RecordKind::kEventFailed);
+  EXPECT_EQ(log.back().text, "on_message");
+  EXPECT_EQ(log.back().detail.rfind(std::string("fatal signal ") + signal_name, 0), 0u) << log.back().detail;
+  EXPECT_EQ(positions.back(), 5u);
+  EXPECT_EQ(log[log.size() - 2].kind, RecordKind::kMessage);
+
+  const std::string manifest = read_text(d.bundle / "manifest.json");
+  EXPECT_NE(manifest.find("\"hook\": \"on_message\""), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find(std::string("\"failure\": \"fatal signal ") + signal_name), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"failing_event\": 5,"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("\"anchor\": \"base-0.snap\""), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find("OrderBook"), std::string::npos) << manifest;
+}
+
+TEST(FatalSignalBundle, ANullPointerWriteLeavesABundleEndingWithTheSignal) {
+  for (const char* mode : {"file", "ring"}) {
+    SCOPED_TRACE(mode);
+    TempDir dir;
+    const Died d = record_death(dir, mode, "null");
+    expect_bundle(d, "SIGSEGV");
+    const std::string manifest = read_text(d.bundle / "manifest.json");
+    EXPECT_NE(manifest.find("at address 0x0\""), std::string::npos) << manifest;
+  }
+}
+
+TEST(FatalSignalBundle, AnAbortLeavesABundle) {
+  TempDir dir;
+  expect_bundle(record_death(dir, "file", "abort"), "SIGABRT");
+}
+
+TEST(FatalSignalBundle, AStackOverflowLeavesABundleWrittenOnTheAlternateStack) {
+  // ASan reports a stack overflow itself, on its own alternate stack.
+  if (rttest::kSanitized) GTEST_SKIP() << "the sanitizers handle a stack overflow themselves";
+  TempDir dir;
+  expect_bundle(record_death(dir, "file", "stack"), "SIGSEGV");
+}
+
+}  // namespace
+}  // namespace reheap::fatal_signal_test
