@@ -73,6 +73,21 @@ TEST(ReplayInAnotherProcess, AProgramThatDoesNotCallReplayMainIfAskedIsNamedAsSu
   EXPECT_NE(not_a_bundle.out.find("not a crash bundle (no manifest.json)"), std::string::npos) << not_a_bundle.out;
 }
 
+TEST(ReplayInAnotherProcess, AFailureRecordedAsAFatalSignalRecursAsOne) {
+  TempDir dir;
+  const Ran recorded = run("REPLAY_PROGRAM_SEGV=1 " + std::string(REHEAP_REPLAY_PROGRAM) + " " + dir.path().string());
+  EXPECT_NE(recorded.status, 0) << recorded.out;  // the shell's 139 (128 + SIGSEGV), or a sanitizer's status
+  const std::string bundle = bundle_of(recorded, dir.path());
+  ASSERT_TRUE(std::filesystem::exists(std::filesystem::path(bundle) / "manifest.json")) << recorded.out;
+
+  const Ran replayed = run("REPLAY_PROGRAM_SEGV=1 " + std::string(REHEAP_SNAP_PATH) + " replay " + bundle);
+  EXPECT_EQ(replayed.status, 1) << replayed.out;
+  EXPECT_NE(replayed.out.find("events 1 to 5"), std::string::npos) << replayed.out;
+  EXPECT_NE(replayed.out.find("event 5 ended the replaying program ("), std::string::npos) << replayed.out;
+  EXPECT_NE(replayed.out.find("recorded: on_message: fatal signal SIGSEGV (segmentation fault"), std::string::npos)
+      << replayed.out;
+}
+
 #endif
 
 }  // namespace

@@ -8,7 +8,9 @@
 // such a program from one that ignores the request and runs as usual, the program is also given
 // REHEAP_REPLAY_REPORT, a file replay_main_if_asked writes to: no "replaying" line in it means the
 // program does not support replay, which is reported as such (and a program that runs longer than
-// --timeout seconds is stopped).
+// --timeout seconds is stopped). A failure recorded as a fatal signal recurs as that signal in
+// the program; the report says which event was being delivered, and that counts as the failure
+// recurring.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +50,12 @@ std::string json_field(const std::string& text, const std::string& key) {
     out += text[at];
   }
   return out;
+}
+
+// "signal 11 (SIGSEGV)".
+std::string signal_text(int signal) {
+  const char* abbreviation = sigabbrev_np(signal);
+  return "signal " + std::to_string(signal) + (abbreviation != nullptr ? std::string(" (SIG") + abbreviation + ")" : "");
 }
 
 std::string read_text(const std::filesystem::path& file) {
@@ -135,6 +143,18 @@ int run_replay(const Options& options) {
     return kError;
   }
   const std::size_t at = said.find("status ");
+  const std::size_t failing_at = said.find("delivering failing event ");
+  if (!timed_out && at == std::string::npos && failing_at != std::string::npos &&
+      (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0))) {
+    // The event whose recording ended in a failure ended the replay: a failure recorded as a
+    // fatal signal recurs as one (a sanitizer reports it and exits with a status instead).
+    const std::string event = said.substr(failing_at + 25, said.find('\n', failing_at) - failing_at - 25);
+    const std::string how = WIFSIGNALED(status) ? signal_text(WTERMSIG(status))
+                                                : "exit status " + std::to_string(WEXITSTATUS(status));
+    std::printf("event %s ended the replaying program (%s); recorded: %s: %s\n", event.c_str(), how.c_str(),
+                json_field(manifest, "hook").c_str(), json_field(manifest, "failure").c_str());
+    return kNegative;
+  }
   if (timed_out || at == std::string::npos) {
     report_error(program.string() + (timed_out ? " did not finish the replay within " +
                                                      std::to_string(options.timeout_seconds) + " s (stopped)"

@@ -5,11 +5,14 @@
 // The protocol with reheap-snap: REHEAP_REPLAY names the bundle; REHEAP_REPLAY_REPORT, if set,
 // names a file this writes "replaying" to first and the exit status last, so that reheap-snap can
 // tell a program that replayed (and how it ended) from one that ignored the request and ran as
-// usual (it does not call this function).
+// usual (it does not call this function). Before the event whose recording failed, it writes
+// "delivering failing event N": a failure recorded as a fatal signal (recording.h) recurs as that
+// signal and ends the process before the status line.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <string>
 
 #include "reheap/heap_scope.h"
 #include "reheap/recording_log.h"
@@ -51,6 +54,13 @@ std::optional<int> replay_main_if_asked(int argc, char** argv) {
                 replay->recorded_by_build().empty() ? "(none)" : replay->recorded_by_build().c_str(),
                 program_build_id().empty() ? "(none)" : program_build_id().c_str());
     warn();
+    if (const std::optional<std::uint64_t> failing = replay->failing_event()) {
+      replay->run_to(*failing - 1);
+      // A failure recorded as a fatal signal ends this process too when it recurs, with no
+      // status line: the report says which event was under way (reheap-snap reads it).
+      report(report_file, "delivering failing event " + std::to_string(*failing));
+      std::fflush(stdout);
+    }
     replay->run();
     warn();
     std::printf("replayed to event %llu without a failure%s\n", static_cast<unsigned long long>(replay->position()),

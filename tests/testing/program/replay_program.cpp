@@ -1,10 +1,14 @@
 // A recording program for the replay tests that need another process: `replay_program DIR`
 // records a reactor whose fourth order throws, under a real runtime, leaving a crash bundle in
-// DIR/reactor-<ref>/crash-5/, and prints the bundle's path; started by `reheap-snap replay` (with
+// DIR/reactor-<ref>/crash-5/, and prints the bundle's path (with REPLAY_PROGRAM_SEGV=1 in the
+// environment, the fourth order writes through a null pointer instead, and the process dies
+// leaving the same bundle; the replaying process, given the same environment, dies too); started by `reheap-snap replay` (with
 // REHEAP_REPLAY set), it replays the bundle instead, through replay_main_if_asked, as a user's
 // program would.
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -21,10 +25,16 @@ struct Order {
   std::uint32_t n;
 };
 
+bool g_segv = false;  // order 0 writes through a null pointer rather than throwing
+
 class OrderBook : public reheap::Reactor {
  public:
   OrderBook() { handle<&OrderBook::on_order>(); }
   void on_order(const Order& o) {
+    if (o.n == 0 && g_segv) {
+      volatile std::uintptr_t address = 0;  // unknown to the compiler, which keeps the store
+      *reinterpret_cast<volatile int*>(address) = 1;
+    }
     if (o.n == 0) throw std::runtime_error("order 0 is not allowed");
     orders_.push_back(o.n);
   }
@@ -36,6 +46,8 @@ class OrderBook : public reheap::Reactor {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* segv = std::getenv("REPLAY_PROGRAM_SEGV");
+  g_segv = segv != nullptr && std::string(segv) == "1";
   if (auto status = reheap::testing::replay_main_if_asked(argc, argv)) return *status;
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIRECTORY (records a crash bundle there)\n", argv[0]);
