@@ -20,7 +20,11 @@
 //          the old one with its log. Runtime::dump_recording writes both out.
 // In both modes a failing event (a hook that threw) leaves a crash bundle in
 // `directory/reactor-<ref>/crash-<event>/`: the anchor, the log up to and including the failing
-// event, and manifest.json.
+// event, and manifest.json. So does an event that ends the process with a fatal signal (SIGSEGV,
+// SIGBUS, SIGFPE, SIGILL, SIGABRT, a stack overflow): the first recorder installs handlers for
+// them, which write the bundle (its failure reads "fatal signal SIGSEGV (...) at address ...")
+// and then hand the signal on to the handler installed before, so the process dies as it would
+// have. A process killed otherwise (SIGKILL, a fault outside a recorded event) leaves no bundle.
 //
 // What the runtime answers is always recorded; what the reactor outputs (sends, writes) is
 // recorded as a digest by default, which lets a replay check that it produces the same outputs.

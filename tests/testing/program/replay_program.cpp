@@ -1,7 +1,7 @@
 // A recording program for the replay tests that need another process: `replay_program DIR`
 // records a reactor whose fourth order throws, under a real runtime, leaving a crash bundle in
 // DIR/reactor-<ref>/crash-5/, and prints the bundle's path (with REPLAY_PROGRAM_SEGV=1 in the
-// environment, the fourth order writes through a null pointer instead, and the process dies
+// environment, the fourth order writes to a field of a null pointer instead, and the process dies
 // leaving the same bundle; the replaying process, given the same environment, dies too); started by `reheap-snap replay` (with
 // REHEAP_REPLAY set), it replays the bundle instead, through replay_main_if_asked, as a user's
 // program would.
@@ -25,14 +25,15 @@ struct Order {
   std::uint32_t n;
 };
 
-bool g_segv = false;  // order 0 writes through a null pointer rather than throwing
+bool g_segv = false;  // order 0 writes to a field of a null pointer (address 16) rather than throwing
 
 class OrderBook : public reheap::Reactor {
  public:
   OrderBook() { handle<&OrderBook::on_order>(); }
   void on_order(const Order& o) {
     if (o.n == 0 && g_segv) {
-      volatile std::uintptr_t address = 0;  // unknown to the compiler, which keeps the store
+      // Unknown to the compiler, which keeps the store; not null, which UBSan would stop first.
+      volatile std::uintptr_t address = 16;
       *reinterpret_cast<volatile int*>(address) = 1;
     }
     if (o.n == 0) throw std::runtime_error("order 0 is not allowed");

@@ -166,7 +166,7 @@ struct RecordedEvent {
   std::uint64_t type_id = 0;  // kMessage
   std::uint64_t timer = 0;    // kTimer
   std::uint64_t socket = 0;   // socket events
-  bool failed = false;        // its recorded hook threw
+  bool failed = false;        // its recorded hook threw, or a fatal signal ended it
 };
 
 // A message the replayed reactor sent (with the recorded answer it got).
@@ -197,7 +197,11 @@ class Replay {
   std::uint64_t anchor_events() const noexcept;    // events before the anchor
   std::uint64_t recorded_events() const noexcept;  // the index of the log's last event
   const std::vector<RecordedEvent>& events() const noexcept;  // anchor_events()+1 .. recorded_events()
-  std::optional<std::uint64_t> failing_event() const noexcept;  // whose recorded hook threw
+  // The event whose recorded hook threw, or that ended the recording process with a fatal signal
+  // (its recorded what() then reads "fatal signal SIGSEGV ..."). Such an event recurs as the
+  // signal when stepped, ending this process: run_to(*failing_event() - 1) stops before it, and a
+  // death test steps it.
+  std::optional<std::uint64_t> failing_event() const noexcept;
   bool compares_state() const noexcept;  // the log has digests and this layout can compare them
   const std::vector<std::string>& warnings() const noexcept;
 
