@@ -2,6 +2,7 @@
 // reference, id counters, and the timers and sockets recorded at snapshot time).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "reheap/heap.h"
@@ -29,6 +30,12 @@ struct ReactorAccess {
   static const std::vector<Reactor::Handler>& handlers(const Reactor& r) noexcept {
     return r.handlers_;
   }
+  // Where magic, self, events and recording_id lie in a Reactor, to read them from a snapshot's
+  // bytes without restoring it (read_saved_reactor in reactor_snapshot.h).
+  struct Offsets {
+    std::size_t magic, self, events, recording_id;
+  };
+  static Offsets offsets() noexcept;
 };
 
 // Returns if `heap` holds `reactor`. Otherwise the spawn built it outside its heap, as a program

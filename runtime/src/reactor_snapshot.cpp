@@ -1,12 +1,15 @@
 // Snapshots of live reactors (see reactor_snapshot.h).
 #include "reactor_snapshot.h"
 
+#include <cstddef>
+#include <cstring>
 #include <system_error>
 
 #include "reactor_access.h"
 #include "reactor_scope.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap_scope.h"
+#include "reheap/snapshot_file.h"
 #include "tcp.h"
 #include "timer_service.h"
 #include "worker.h"
@@ -114,6 +117,37 @@ Reactor* reactor_of(Heap& heap, const std::filesystem::path& file) {
     throw SnapshotError(SnapshotErrc::kCorrupt, file.string() + ": the heap's root is not a reactor (not a Runtime::snapshot file?)");
   }
   return r;
+}
+
+// Reactor is polymorphic, so not standard-layout, where offsetof is only conditionally
+// supported; GCC and Clang give the offsets of a class without virtual bases, which it has none of.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+ReactorAccess::Offsets ReactorAccess::offsets() noexcept {
+  return Offsets{offsetof(Reactor, magic_), offsetof(Reactor, self_), offsetof(Reactor, events_),
+                 offsetof(Reactor, recording_id_)};
+}
+#pragma GCC diagnostic pop
+
+SavedReactor read_saved_reactor(const std::filesystem::path& file) {
+  const SnapshotHeader header = read_snapshot_header(file);
+  const auto not_a_reactor = [&] {
+    return SnapshotError(SnapshotErrc::kCorrupt,
+                         file.string() + ": the heap's root is not a reactor (not a Runtime::snapshot file?)");
+  };
+  if (header.root == 0) throw not_a_reactor();
+  const ReactorAccess::Offsets at = ReactorAccess::offsets();
+  unsigned char bytes[sizeof(Reactor)];
+  read_snapshot_bytes(file, header.root, bytes, sizeof bytes);
+  const auto field = [&]<class T>(std::size_t offset, T* out) { std::memcpy(out, bytes + offset, sizeof(T)); };
+  std::uint64_t magic = 0;
+  field(at.magic, &magic);
+  if (magic != kReactorMagic) throw not_a_reactor();
+  SavedReactor saved;
+  field(at.self, &saved.self);
+  field(at.events, &saved.events);
+  field(at.recording_id, &saved.recording_id);
+  return saved;
 }
 
 void restore_in_place(Cell* c) {

@@ -34,4 +34,15 @@ void start_restored(Worker& w, Cell* c);
 // one.
 Reactor* reactor_of(Heap& heap, const std::filesystem::path& file);
 
+// Which reactor a snapshot file holds, read without restoring it (read_snapshot_bytes: the run
+// records of the file and its parents, and the data of the run holding the reactor). Throws
+// SnapshotError(kCorrupt) as reactor_of does if its root is not a reactor, and what
+// read_snapshot_bytes throws.
+struct SavedReactor {
+  ActorRef self;
+  std::uint64_t events = 0;        // delivered before the snapshot
+  std::uint64_t recording_id = 0;  // 0 if it was not recorded
+};
+SavedReactor read_saved_reactor(const std::filesystem::path& file);
+
 }  // namespace reheap::detail

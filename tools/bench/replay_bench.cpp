@@ -414,8 +414,9 @@ void run_seek(const std::filesystem::path& parent, std::uint32_t heap_mib, std::
   options.snapshots = snapshots;
   const Clock::time_point open_start = Clock::now();
   Replay replay = Replay::open(recording, options);
-  // open() restores every snapshot it is given once, to check that it is of this recording.
-  std::printf("Replay::open (reads the log, restores the anchor and each snapshot to check it): %.3f s\n\n",
+  // open() reads which reactor and event each snapshot holds from its run records and the
+  // reactor's page (it restored each in full before).
+  std::printf("Replay::open (reads the log, probes the anchor and each snapshot): %.3f s\n\n",
               seconds_since(open_start));
   const std::uint64_t last = replay.recorded_events();
   const std::vector<std::uint64_t>& s = snapshot_events;

@@ -106,6 +106,10 @@ class SnapshotReader {
   bool next(PageRun& run);
   void read_data(void* destination);  // run.pages * page_size bytes
   void skip_data();
+  // Passes over the data without reading it, so without checking its checksum (a file: a seek;
+  // other sources read it as skip_data does). The whole-file checksum, which covers the run
+  // records and their checksums but not the data, is still checked at the end.
+  void skip_data_unchecked();
 
   // Bytes consumed so far, and the file's size if known (0 for streams): for progress lines.
   std::uint64_t position() const noexcept;
@@ -130,6 +134,14 @@ SnapshotHeader read_snapshot_header(const std::filesystem::path& file);
 // Reads the whole file and checks every checksum and structural rule. Throws on the first
 // problem; returns the header otherwise.
 SnapshotHeader verify_snapshot(const std::filesystem::path& file);
+
+// The heap's bytes [address, address + size) as `file` holds them, through its parents for an
+// increment, without restoring anything: every run record of the chain is read, but only the data
+// of the runs that overlap the range, whose checksums are checked; a damaged page elsewhere goes
+// unnoticed until a restore or a verify. Bytes no file of the chain stores read as zero (a full
+// snapshot leaves out zero pages). For a look at a few objects of a large snapshot (e.g. which
+// reactor a file holds) at the cost of its run records, not of its size.
+void read_snapshot_bytes(const std::filesystem::path& file, std::uintptr_t address, void* out, std::size_t size);
 
 // The chain that `latest` closes: its full snapshot first, `latest` last. Checks that each
 // increment's parent exists and is the snapshot it names (id, heap, zone), not the page data.

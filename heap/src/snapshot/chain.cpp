@@ -1,5 +1,8 @@
-// Whole-file checks and parent chains, built on SnapshotReader.
+// Whole-file checks, parent chains and reads of a few bytes, built on SnapshotReader.
+#include <algorithm>
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "format.h"
 #include "reheap/heap_scope.h"
@@ -70,6 +73,70 @@ std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& l
     child = std::move(parent);
   }
   return std::vector<std::filesystem::path>(chain.rbegin(), chain.rend());
+}
+
+namespace {
+
+// [address, address + size) ∩ [from, to), as offsets into the range; empty when first >= last.
+struct Overlap {
+  std::uintptr_t first = 0;
+  std::uintptr_t last = 0;
+};
+Overlap overlap(std::uintptr_t address, std::size_t size, std::uintptr_t from, std::uintptr_t to) {
+  const std::uintptr_t first = std::max(address, from);
+  const std::uintptr_t last = std::min(address + size, to);
+  return first < last ? Overlap{first - address, last - address} : Overlap{};
+}
+
+}  // namespace
+
+void read_snapshot_bytes(const std::filesystem::path& file, std::uintptr_t address, void* out, std::size_t size) {
+  HeapScope system(nullptr);
+  auto* bytes = static_cast<unsigned char*>(out);
+  std::memset(bytes, 0, size);
+  if (size == 0) return;
+  if (address + size < address) fail(SnapshotErrc::kMisuse, file.string(), "read_snapshot_bytes: the range wraps around");
+  // Oldest first, as restore applies them: each file's runs replace what its parents said.
+  SnapshotHeader newest;
+  std::vector<unsigned char> run_data;
+  for (const std::filesystem::path& link : snapshot_chain(file)) {
+    SnapshotReader reader(link);
+    const SnapshotHeader& h = reader.header();
+    for (const SnapshotChunk& c : h.chunks) {
+      // A chunk taken again since the parent: its older pages are stale (restore clears it).
+      if (!c.fresh) continue;
+      const std::uintptr_t from = h.zone_base + std::uintptr_t{c.index} * h.chunk_size;
+      const Overlap o = overlap(address, size, from, from + h.chunk_size);
+      if (o.first < o.last) std::memset(bytes + o.first, 0, o.last - o.first);
+    }
+    PageRun run;
+    while (reader.next(run)) {
+      const Overlap o = overlap(address, size, run.address, run.address + std::uintptr_t{run.pages} * h.page_size);
+      if (o.first >= o.last) {
+        if (!run.zero) reader.skip_data_unchecked();
+        continue;
+      }
+      if (run.zero) {
+        std::memset(bytes + o.first, 0, o.last - o.first);
+        continue;
+      }
+      // The whole run, so that its checksum is checked: at most a chunk.
+      run_data.resize(std::size_t{run.pages} * h.page_size);
+      reader.read_data(run_data.data());
+      std::memcpy(bytes + o.first, run_data.data() + (address + o.first - run.address), o.last - o.first);
+    }
+    newest = reader.header();
+  }
+  // What lies outside the heap's chunks is not the heap's.
+  std::vector<bool> owned(size, false);
+  for (const SnapshotChunk& c : newest.chunks) {
+    const std::uintptr_t from = newest.zone_base + std::uintptr_t{c.index} * newest.chunk_size;
+    const Overlap o = overlap(address, size, from, from + newest.chunk_size);
+    for (std::uintptr_t i = o.first; i < o.last; ++i) owned[i] = true;
+  }
+  for (std::size_t i = 0; i < size; ++i) {
+    if (!owned[i]) bytes[i] = 0;
+  }
 }
 
 }  // namespace reheap

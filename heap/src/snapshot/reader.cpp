@@ -3,8 +3,13 @@
 // so a hostile file costs at most a 16 MiB header buffer and a 1 MiB scratch buffer.
 #include <xxhash.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <memory>
 
 #include "file_io.h"
@@ -166,6 +171,30 @@ struct SnapshotReader::Impl {
     return false;
   }
 
+  // Moves past the pending run's data without reading it (a file: one lseek), then reads the
+  // run's checksum, which the whole-file digest covers. Other sources read it through consume().
+  void pass_over() {
+    if (!pending) fail(SnapshotErrc::kMisuse, name, "no run data to pass over");
+    if (file == nullptr || pending_bytes > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max())) {
+      consume(nullptr);
+      return;
+    }
+    pending = false;
+    if (position + pending_bytes + kChecksumSize > size) {
+      fail(SnapshotErrc::kTruncated, name,
+           "the file ends inside a run's data at byte " + std::to_string(size) +
+               " (truncated, e.g. by a crash or an interrupted copy)");
+    }
+    if (::lseek(file->fd(), static_cast<off_t>(pending_bytes), SEEK_CUR) < 0) {
+      fail(SnapshotErrc::kIo, name, std::string("lseek: ") + std::strerror(errno));
+    }
+    position += pending_bytes;
+    unsigned char stored[kChecksumSize];
+    read_exact(stored, kChecksumSize, "a run checksum");
+    digest.update(record, kRunRecordSize);
+    digest.update(stored, kChecksumSize);
+  }
+
   // Reads the pending run's data into `destination` (or a scratch buffer when null), hashing it
   // piece by piece while the piece is in the cache, then checks the run's checksum.
   void consume(void* destination) {
@@ -234,6 +263,11 @@ void SnapshotReader::read_data(void* destination) {
 void SnapshotReader::skip_data() {
   HeapScope system(nullptr);
   impl_->consume(nullptr);
+}
+
+void SnapshotReader::skip_data_unchecked() {
+  HeapScope system(nullptr);
+  impl_->pass_over();
 }
 
 std::uint64_t SnapshotReader::position() const noexcept { return impl_->position; }

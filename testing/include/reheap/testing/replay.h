@@ -103,7 +103,9 @@ struct ReplayOptions {
   // The snapshot to start from: "" takes the recording's anchor (base-<n>.snap; the one with the
   // largest n when a directory holds several).
   std::filesystem::path anchor{};
-  // More snapshots of the same reactor, taken during the recording, for seek().
+  // More snapshots of the same reactor, taken during the recording, for seek(). open() reads
+  // which reactor and event each holds from its run records and the reactor's own page, and
+  // refuses another recording's; their other pages are checked when a seek restores one.
   std::vector<std::filesystem::path> snapshots{};
   bool check_outputs = true;  // compare outputs and questions with the recorded ones
   bool check_state = true;    // compare state digests (when the recording has them; see above)
