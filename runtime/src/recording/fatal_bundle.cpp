@@ -139,8 +139,7 @@ void FatalBundle::write(int signal, const siginfo_t& info, const Recording& r) c
     // strerrordesc_np, unlike strerror, reads no locale: safe here.
     line.text("); the crash bundle ").text(bundle.data(), bundle.size()).text(" could not be written: ").text(strerrordesc_np(error));
   }
-  line.text("\n");
-  [[maybe_unused]] const int ignored = write_all(STDERR_FILENO, reinterpret_cast<const unsigned char*>(line.data()), line.size());
+  line.write_line(STDERR_FILENO);
 }
 
 }  // namespace reheap::detail::recording

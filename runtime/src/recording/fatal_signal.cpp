@@ -27,21 +27,6 @@ std::size_t index_of(int signal) noexcept {
   return 0;
 }
 
-void forward(int signal, siginfo_t* info, void* context) noexcept {
-  const struct sigaction& previous = g_previous[index_of(signal)];
-  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
-    previous.sa_sigaction(signal, info, context);
-  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
-    previous.sa_handler(signal);
-  } else {
-    // The default action: put it back. Returning re-runs a faulting instruction, which then ends
-    // the process as it would have without us; a signal that was sent (abort, kill: si_code <= 0)
-    // re-runs nothing, so it is sent again (blocked until the handler returns).
-    ::sigaction(signal, &previous, nullptr);
-    if (info->si_code <= 0) ::raise(signal);
-  }
-}
-
 void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   // A fault while writing the bundle comes back here: the second time, only forward.
@@ -51,7 +36,7 @@ void on_fatal_signal(int signal, siginfo_t* info, void* context) {
     t_in_handler = false;  // a previous handler may recover (siglongjmp) and the thread go on
   }
   errno = saved_errno;
-  forward(signal, info, context);
+  forward_signal(g_previous[index_of(signal)], signal, info, context);
 }
 
 // The alternate stack of a thread that had none, unmapped when the thread ends.

@@ -1,0 +1,88 @@
+// Signal chaining: what a handler for a fatal signal (SIGSEGV, SIGABRT, ...) needs to add its
+// report and then let the process die as it would have without it.
+//
+// reheap installs two such handlers, each only while its feature is in use: the stale-pointer
+// report of checked builds (heap) and the crash bundles of recorded reactors (runtime). Each
+// keeps the action installed before it and hands the signal on with forward_signal, so that the
+// default action, a sanitizer's report or the program's own handler still runs last. Everything
+// here is async-signal-safe: no allocation, no locks, no stdio.
+#pragma once
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+
+namespace reheap {
+
+// Hands `signal` on to `previous` (the action the caller's handler replaced). For the default
+// action it puts that back: returning from the handler then re-runs a faulting instruction, which
+// ends the process as it would have; a signal that was sent (abort, kill: si_code <= 0) re-runs
+// nothing, so it is sent again, to be delivered when the handler returns.
+inline void forward_signal(const struct sigaction& previous, int signal, siginfo_t* info, void* context) noexcept {
+  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(signal, info, context);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal);
+  } else {
+    ::sigaction(signal, &previous, nullptr);
+    if (info->si_code <= 0) ::raise(signal);
+  }
+}
+
+// A bounded text of up to N - 1 bytes built in a signal handler: appends, silently cutting what
+// does not fit. It lives on the (signal) stack, so it is sized for what it holds.
+template <std::size_t N>
+class SignalText {
+ public:
+  SignalText& text(const char* s) noexcept { return text(s, std::strlen(s)); }
+  SignalText& text(const char* s, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n && used_ + 1 < N; ++i) buffer_[used_++] = s[i];
+    buffer_[used_] = '\0';
+    return *this;
+  }
+  // In decimal, or with base 16 as 0x...
+  SignalText& number(unsigned long long v, unsigned base = 10) noexcept {
+    char digits[24];
+    int n = 0;
+    do {
+      digits[n++] = "0123456789abcdef"[v % base];
+      v /= base;
+    } while (v != 0);
+    if (base == 16) text("0x");
+    while (n > 0) text(&digits[--n], 1);
+    return *this;
+  }
+  // `s` as a JSON string literal (quotes, escapes).
+  SignalText& json(const char* s, std::size_t n) noexcept {
+    text("\"");
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto u = static_cast<unsigned char>(s[i]);
+      if (s[i] == '"' || s[i] == '\\') {
+        const char escaped[2] = {'\\', s[i]};
+        text(escaped, 2);
+      } else if (u < 0x20) {
+        const char escaped[6] = {'\\', 'u', '0', '0', "0123456789abcdef"[u >> 4], "0123456789abcdef"[u & 15]};
+        text(escaped, 6);
+      } else {
+        text(s + i, 1);
+      }
+    }
+    return text("\"");
+  }
+  // Writes the text and a newline to `fd` (stderr, usually) in one write(2).
+  void write_line(int fd) noexcept {
+    buffer_[used_] = '\n';
+    [[maybe_unused]] const ssize_t ignored = ::write(fd, buffer_, used_ + 1);
+    buffer_[used_] = '\0';
+  }
+  const char* data() const noexcept { return buffer_; }  // NUL-terminated
+  std::size_t size() const noexcept { return used_; }
+
+ private:
+  char buffer_[N] = {};  // N - 1 bytes of text, and room for its NUL or newline
+  std::size_t used_ = 0;
+};
+
+}  // namespace reheap
