@@ -90,8 +90,8 @@ TEST(ReadSnapshotBytes, BytesOutsideTheHeapsChunksReadAsZero) {
   auto* q = static_cast<unsigned char*>(other->allocate(64));
   std::memset(q, 0xcd, 64);
   EXPECT_EQ(read_at(dir / "s.snap", q), kZeros) << "another heap's bytes";
-  std::array<unsigned char, 1> none{};
-  EXPECT_THROW(read_snapshot_bytes(dir / "s.snap", UINTPTR_MAX, none.data(), 2), SnapshotError);
+  std::array<unsigned char, 2> wrapping{};
+  EXPECT_THROW(read_snapshot_bytes(dir / "s.snap", UINTPTR_MAX, wrapping.data(), wrapping.size()), SnapshotError);
 }
 
 TEST(ReadSnapshotBytes, ChecksTheRunItReadsAndNotTheOthers) {
