@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "reheap/heap.h"
 #include "reheap/heap_scope.h"
@@ -181,7 +182,8 @@ TEST(LayoutDifference, NamesAMovedExecutableUnderEveryCheckButNone) {
   now[0].base = 0x5600deadb000;
   for (LayoutCheck check : {LayoutCheck::kStrict, LayoutCheck::kExecutableOnly}) {
     const std::string message = layout_difference(saved_layout(), now, check);
-    EXPECT_NE(message.find("server: loaded at 0x555555554000 when saved, at 0x5600deadb000 now"),
+    EXPECT_NE(message.find("the main executable server: loaded at 0x555555554000 when saved, at "
+                           "0x5600deadb000 now"),
               std::string::npos)
         << message;
     EXPECT_NE(message.find("ASLR"), std::string::npos) << message;
@@ -205,7 +207,7 @@ TEST(LayoutDifference, NamesADifferentBuildOfTheExecutableEvenWithExecutableOnly
   ProgramLayout now = saved_layout();
   now[0].build_id = "ff66";
   const std::string message = layout_difference(saved_layout(), now, LayoutCheck::kExecutableOnly);
-  EXPECT_NE(message.find("server: build-id differs (saved aa11aa11aa11..., now ff66)"),
+  EXPECT_NE(message.find("the main executable server: build-id differs (saved aa11aa11aa11..., now ff66)"),
             std::string::npos)
       << message;
 }
@@ -242,6 +244,17 @@ TEST(LayoutDifference, GivesOneLinePerDifferenceAndTheFixOnce) {
   EXPECT_EQ(layout_difference(saved_layout(), now, LayoutCheck::kNone), "");
 }
 
+// A bare file name reads as a library's ("rec_lib: build-id differs"): the executable says what it is.
+TEST(LayoutDifference, SaysWhichObjectIsTheMainExecutable) {
+  ProgramLayout now = saved_layout();
+  now[0].build_id = "ff66";
+  now[1].base += 0x1000;
+  const std::string message = layout_difference(saved_layout(), now, LayoutCheck::kStrict);
+  EXPECT_EQ(message.rfind("the main executable server: build-id differs", 0), 0u) << message;
+  EXPECT_NE(message.find("\nlibfoo.so.1: loaded at "), std::string::npos) << message;
+  EXPECT_EQ(message.find("the main executable"), message.rfind("the main executable")) << message;
+}
+
 TEST(LayoutDifference, NamesTheRealLibcWhenItMoves) {
   const ProgramLayout saved = current_program_layout();
   ProgramLayout now = saved;
@@ -256,6 +269,57 @@ TEST(LayoutDifference, NamesTheRealLibcWhenItMoves) {
   const std::string message = layout_difference(saved, now, LayoutCheck::kStrict);
   EXPECT_EQ(message.rfind("libc.so.6: loaded at ", 0), 0u) << message;
   EXPECT_EQ(count_lines(message), 2u) << message;
+}
+
+std::string joined_lines(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  return text;
+}
+
+TEST(LayoutMismatches, IsEmptyWhereLayoutDifferenceIs) {
+  ProgramLayout moved = saved_layout();
+  moved[0].base += 0x1000;
+  for (LayoutCheck check : kAllChecks) {
+    EXPECT_TRUE(layout_mismatches(saved_layout(), saved_layout(), check).empty());
+  }
+  EXPECT_TRUE(layout_mismatches(saved_layout(), moved, LayoutCheck::kNone).empty());
+  EXPECT_TRUE(layout_mismatches(saved_layout(), moved, LayoutCheck::kRelocate).empty());
+  EXPECT_EQ(layout_difference(saved_layout(), moved, LayoutCheck::kRelocate), "");
+}
+
+// A replay relocates the heap anyway: it reports the differences without a restore's advice.
+TEST(LayoutMismatches, AreLayoutDifferencesLinesWithoutTheAdvice) {
+  ProgramLayout now = saved_layout();
+  now[0].base += 0x1000;
+  now[1].base += 0x1000;
+  now[2].build_id = "0123";
+  now.pop_back();
+  for (LayoutCheck check : {LayoutCheck::kStrict, LayoutCheck::kExecutableOnly}) {
+    const std::vector<std::string> lines = layout_mismatches(saved_layout(), now, check);
+    ASSERT_EQ(lines.size(), check == LayoutCheck::kStrict ? 4u : 1u);
+    const std::string text = joined_lines(lines);
+    for (const std::string& line : lines) {
+      EXPECT_FALSE(line.empty());
+      EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+      EXPECT_EQ(line.find("ASLR"), std::string::npos) << line;
+    }
+    EXPECT_EQ(text.find("restore with"), std::string::npos) << text;
+    EXPECT_EQ(text.find("setarch"), std::string::npos) << text;
+    const std::string difference = layout_difference(saved_layout(), now, check);
+    ASSERT_EQ(difference.rfind(text, 0), 0u) << difference;
+    const std::string advice = difference.substr(text.size());
+    EXPECT_EQ(advice.rfind("restore with LayoutCheck::kRelocate (the default)", 0), 0u) << advice;
+    EXPECT_EQ(advice.find('\n'), std::string::npos) << advice;
+  }
+}
+
+TEST(LayoutMismatches, NameTheMainExecutableAsLayoutDifferenceDoes) {
+  ProgramLayout now = saved_layout();
+  now[0].base = 0x5600deadb000;
+  const std::vector<std::string> lines = layout_mismatches(saved_layout(), now, LayoutCheck::kExecutableOnly);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "the main executable server: loaded at 0x555555554000 when saved, at 0x5600deadb000 now");
 }
 
 }  // namespace

@@ -48,10 +48,18 @@ enum class LayoutCheck {
   kNone,            // no check: pointers into the program may be wrong after restore
 };
 
-// "" when a heap saved under `saved` may be restored under `now`; otherwise a message naming
-// each object that differs (missing, other build-id, other address) and how to fix it.
-// Objects loaded now but not then do not matter. Objects are matched by build-id when both have
-// one, by path otherwise.
+// What keeps a heap saved under `saved` from being restored under `now` with `check`: one line
+// per difference (an object missing, of another build-id, at another address), each naming the
+// object ("the main executable server: ...", "libfoo.so.1: ..."), without a trailing newline.
+// Empty when the restore may go ahead, and always for kRelocate and kNone. Objects loaded now but
+// not then do not matter. Objects are matched by build-id when both have one, by path otherwise.
+// For a caller with advice of its own (a replay, which relocates anyway).
+std::vector<std::string> layout_mismatches(const ProgramLayout& saved, const ProgramLayout& now,
+                                           LayoutCheck check);
+
+// The refusal a restore gives: "" when layout_mismatches() finds nothing; otherwise its lines,
+// each ended by a newline, then a last line saying how to restore anyway (kRelocate, or the same
+// binary with ASLR off).
 std::string layout_difference(const ProgramLayout& saved, const ProgramLayout& now,
                               LayoutCheck check);
 

@@ -204,25 +204,33 @@ const LoadedObject* counterpart(const LoadedObject& saved, const ProgramLayout& 
   return nullptr;
 }
 
-// Appends one line per way `now_object` fails to stand for `saved` (nothing if it does).
-void compare(const LoadedObject& saved, const LoadedObject* now_object, std::string& out) {
-  const std::string label =
-      saved.path.empty() ? std::string("(unnamed object)") : std::string(file_name(saved.path));
+// The object as a message names it. A bare file name reads as a library's, so the executable
+// says what it is: a user took "rec_lib: build-id differs" for a shared library.
+std::string label_of(const LoadedObject& object) {
+  const std::string name =
+      object.path.empty() ? std::string("(unnamed object)") : std::string(file_name(object.path));
+  return object.main_executable ? "the main executable " + name : name;
+}
+
+// Adds one line per way `now_object` fails to stand for `saved` (none if it does).
+void compare(const LoadedObject& saved, const LoadedObject* now_object,
+             std::vector<std::string>& out) {
+  const std::string label = label_of(saved);
   if (now_object == nullptr) {
-    out += label + ": not loaded now (" + saved.path + ")\n";
+    out.push_back(label + ": not loaded now (" + saved.path + ")");
     return;
   }
   if (now_object->build_id != saved.build_id) {
-    out += label + ": build-id differs (saved " + short_id(saved.build_id) + ", now " +
-           short_id(now_object->build_id) + "): a different build of " + now_object->path + "\n";
+    out.push_back(label + ": build-id differs (saved " + short_id(saved.build_id) + ", now " +
+                  short_id(now_object->build_id) + "): a different build of " + now_object->path);
   } else if (saved.build_id.empty() && now_object->path != saved.path) {
     // Two main executables without build-ids: all that can be said is that the paths differ.
-    out += label + ": a different executable (saved " + saved.path + ", now " + now_object->path +
-           ")\n";
+    out.push_back(label + ": a different executable (saved " + saved.path + ", now " +
+                  now_object->path + ")");
   }
   if (now_object->base != saved.base) {
-    out += label + ": loaded at " + hex_address(saved.base) + " when saved, at " +
-           hex_address(now_object->base) + " now\n";
+    out.push_back(label + ": loaded at " + hex_address(saved.base) + " when saved, at " +
+                  hex_address(now_object->base) + " now");
   }
 }
 
@@ -240,19 +248,19 @@ ProgramLayout current_program_layout() {
   return layout;
 }
 
-std::string layout_difference(const ProgramLayout& saved, const ProgramLayout& now,
-                              LayoutCheck check) {
+std::vector<std::string> layout_mismatches(const ProgramLayout& saved, const ProgramLayout& now,
+                                           LayoutCheck check) {
   if (check == LayoutCheck::kNone || check == LayoutCheck::kRelocate) {
     return {};  // kRelocate: the relocation plan (relocation.cpp) says what cannot be mapped
   }
-  std::string out;
+  std::vector<std::string> out;
   // The main executable is compared with the main executable, never with a library that happens
   // to share its build-id or path.
   const LoadedObject* saved_main = main_executable_of(saved);
   const LoadedObject* now_main = main_executable_of(now);
   if (saved_main != nullptr) {
     if (now_main == nullptr) {
-      out += "the current layout names no main executable\n";
+      out.push_back("the current layout names no main executable");
     } else {
       compare(*saved_main, now_main, out);
     }
@@ -264,12 +272,23 @@ std::string layout_difference(const ProgramLayout& saved, const ProgramLayout& n
       }
     }
   }
-  if (!out.empty()) {
-    out +=
-        "restore with LayoutCheck::kRelocate (the default), or in the same binary with ASLR "
-        "disabled: call reheap::reexec_without_aslr(argc, argv) first thing in main (aslr.h), or "
-        "run under `setarch -R`";
+  return out;
+}
+
+std::string layout_difference(const ProgramLayout& saved, const ProgramLayout& now,
+                              LayoutCheck check) {
+  const std::vector<std::string> mismatches = layout_mismatches(saved, now, check);
+  if (mismatches.empty()) {
+    return {};
   }
+  std::string out;
+  for (const std::string& line : mismatches) {
+    out += line + "\n";
+  }
+  out +=
+      "restore with LayoutCheck::kRelocate (the default), or in the same binary with ASLR "
+      "disabled: call reheap::reexec_without_aslr(argc, argv) first thing in main (aslr.h), or "
+      "run under `setarch -R`";
   return out;
 }
 

@@ -184,20 +184,19 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
   } else if (!options.check_state) {
     impl->state_note = "state digests are not compared (ReplayOptions::check_state is off)";
   } else {
-    std::string layout =
-        layout_difference(read_snapshot_header(anchor).layout, current_program_layout(), LayoutCheck::kStrict);
-    if (layout.empty()) {
+    // Only the differences: a restore's advice (kRelocate) does not apply, a replay relocates already.
+    const std::vector<std::string> mismatches =
+        layout_mismatches(read_snapshot_header(anchor).layout, current_program_layout(), LayoutCheck::kStrict);
+    if (mismatches.empty()) {
       impl->compare_state = true;
     } else {
-      // The difference ends with advice for restores (kRelocate); a replay relocates already.
-      if (const std::size_t advice = layout.find("restore with LayoutCheck::kRelocate"); advice != std::string::npos) {
-        layout.erase(advice);
-        while (!layout.empty() && (layout.back() == '\n' || layout.back() == ' ')) layout.pop_back();
-      }
+      // One line: replay_main prints each warning as a line of its own.
+      std::string differences;
+      for (const std::string& line : mismatches) differences += (differences.empty() ? "" : "; ") + line;
       impl->state_note =
           "state digests are not compared: this program is not laid out as the recording one was, so the "
           "restored heap's pointers into the program were relocated and its digest cannot match (" +
-          layout + "); to compare them, replay in the recording binary with ASLR off "
+          differences + "); to compare them, replay in the recording binary with ASLR off "
           "(reheap::reexec_without_aslr first thing in main, or `setarch -R`)";
       impl->warnings.push_back(impl->state_note);
     }
