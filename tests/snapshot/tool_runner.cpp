@@ -24,7 +24,10 @@ bool tool_built() {
 #endif
 }
 
-ToolResult run_tool(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+namespace {
+
+ToolResult run(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
+               const std::filesystem::path& directory) {
 #ifdef REHEAP_SNAP_PATH
   const std::string tool = REHEAP_SNAP_PATH;
 #else
@@ -45,6 +48,7 @@ ToolResult run_tool(const std::vector<std::string>& args, std::chrono::milliseco
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  if (!directory.empty()) posix_spawn_file_actions_addchdir_np(&actions, directory.c_str());
   pid_t pid = 0;
   const Clock::time_point start = Clock::now();
   const int spawned = posix_spawn(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
@@ -95,6 +99,16 @@ ToolResult run_tool(const std::vector<std::string>& args, std::chrono::milliseco
   result.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+}  // namespace
+
+ToolResult run_tool(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  return run(args, timeout, {});
+}
+
+ToolResult run_tool_in(const std::filesystem::path& directory, const std::vector<std::string>& args) {
+  return run(args, std::chrono::milliseconds{0}, directory);
 }
 
 }  // namespace reheap::snaptest

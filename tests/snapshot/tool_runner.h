@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,8 @@ bool tool_built();
 // instead of stopping the suite.
 ToolResult run_tool(const std::vector<std::string>& args,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds{0});
+
+// The same, run in `directory`, for arguments that are paths relative to it.
+ToolResult run_tool_in(const std::filesystem::path& directory, const std::vector<std::string>& args);
 
 }  // namespace reheap::snaptest

@@ -3,7 +3,9 @@
 // With --chain, each file's parents are verified as well, and a broken link is a bad file.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,15 +27,33 @@ Outcome verify_file(const std::filesystem::path& file, bool force_progress) {
   return out;
 }
 
-// The files to verify: each argument, preceded with --chain by its parents (each file once,
-// in the order first met, so shared parents are read once).
+// A file's identity however its path is spelled: relative or absolute, with "./" or "d/../d",
+// through a symbolic link. A path that does not resolve is compared as written, made absolute.
+std::filesystem::path identity_of(const std::filesystem::path& file) {
+  std::error_code ec;
+  std::filesystem::path canonical = std::filesystem::weakly_canonical(file, ec);
+  if (!ec) return canonical;
+  return std::filesystem::absolute(file, ec).lexically_normal();
+}
+
+// The files to verify: each argument, preceded with --chain by its parents, in the order first
+// met, so that shared parents are read once. Each file is listed once, however often and under
+// however many names it is met: a file given on the command line under its first name there (a
+// script finds what it asked about), a parent not given under its path from its child
+// (snapshot_chain). Listing it under each name met would report one file as several.
 std::vector<Outcome> verify_all(const Options& options) {
+  std::map<std::filesystem::path, std::filesystem::path> given;  // identity -> name given
+  for (const std::filesystem::path& file : options.files) given.emplace(identity_of(file), file);
   std::vector<Outcome> outcomes;
-  std::vector<std::filesystem::path> done;
-  const auto verify_once = [&](const std::filesystem::path& file) {
-    if (std::find(done.begin(), done.end(), file) != done.end()) return;
-    done.push_back(file);
-    outcomes.push_back(verify_file(file, options.progress));
+  std::map<std::filesystem::path, std::size_t> listed;  // identity -> index in outcomes
+  const auto verify_once = [&](const std::filesystem::path& file) -> Outcome& {
+    const std::filesystem::path identity = identity_of(file);
+    const auto [at, first] = listed.emplace(identity, outcomes.size());
+    if (first) {
+      const auto name = given.find(identity);
+      outcomes.push_back(verify_file(name != given.end() ? name->second : file, options.progress));
+    }
+    return outcomes[at->second];
   };
   for (const std::filesystem::path& file : options.files) {
     if (!options.chain) {
@@ -44,13 +64,11 @@ std::vector<Outcome> verify_all(const Options& options) {
       for (const std::filesystem::path& link : snapshot_chain(file)) verify_once(link);
     } catch (const SnapshotError& error) {
       // The chain cannot be followed: verify what is there, and mark the file bad for its chain.
-      verify_once(file);
-      auto it = std::find_if(outcomes.begin(), outcomes.end(),
-                             [&](const Outcome& o) { return o.file == file; });
-      if (it->code == kOk) {
-        it->code = code_of(error.code());
-        it->error = to_string(error.code());
-        it->message = error.what();
+      Outcome& outcome = verify_once(file);
+      if (outcome.code == kOk) {
+        outcome.code = code_of(error.code());
+        outcome.error = to_string(error.code());
+        outcome.message = error.what();
       }
     }
   }

@@ -145,6 +145,9 @@ void read_snapshot_bytes(const std::filesystem::path& file, std::uintptr_t addre
 
 // The chain that `latest` closes: its full snapshot first, `latest` last. Checks that each
 // increment's parent exists and is the snapshot it names (id, heap, zone), not the page data.
+// Each parent's path is its child's directory, as `latest` spells it, joined with the parent's
+// recorded name: "d/s.inc2" gives "d/s", "s.inc2" gives "s", and "e/s.inc2" with a parent in d
+// gives "d/s" (not "e/../d/s") where that is the same file.
 std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& latest);
 
 }  // namespace reheap

@@ -27,6 +27,31 @@ SnapshotHeader verify_snapshot(const std::filesystem::path& file) {
   return reader.header();
 }
 
+namespace {
+
+// The parent's path as reached from its child's: the child's directory joined with the name the
+// child records, relative to it. A child named without a directory names its parent without one
+// ("s", not "./s", a second name for the same file). A Snapshotter records a parent in another
+// directory as "../d/s"; each ".." that climbs back out of the child's directory is left out
+// where the shorter path is the same file: after a symbolic link, ".." leads elsewhere.
+std::filesystem::path parent_of(const std::filesystem::path& child_file, const std::filesystem::path& recorded) {
+  const std::filesystem::path joined = child_file.parent_path() / recorded;
+  std::filesystem::path directory = child_file.parent_path();
+  auto rest = recorded.begin();
+  while (rest != recorded.end() && *rest == ".." && directory.has_relative_path() &&
+         !directory.filename().empty() && directory.filename() != "." && directory.filename() != "..") {
+    directory = directory.parent_path();
+    ++rest;
+  }
+  if (rest == recorded.begin()) return joined;
+  std::filesystem::path shorter = directory;
+  for (; rest != recorded.end(); ++rest) shorter /= *rest;
+  std::error_code ec;
+  return std::filesystem::equivalent(shorter, joined, ec) ? shorter : joined;
+}
+
+}  // namespace
+
 std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& latest) {
   HeapScope system(nullptr);
   std::vector<std::filesystem::path> chain{latest};
@@ -34,8 +59,7 @@ std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& l
   std::set<std::uint64_t> seen{child.id};
   while (child.kind == SnapshotKind::kIncremental) {
     const std::filesystem::path& child_file = chain.back();
-    const std::filesystem::path parent_file =
-        (child_file.has_parent_path() ? child_file.parent_path() : std::filesystem::path(".")) / child.parent_file;
+    const std::filesystem::path parent_file = parent_of(child_file, child.parent_file);
     std::error_code ec;
     if (!std::filesystem::exists(parent_file, ec)) {
       fail(SnapshotErrc::kBrokenChain, child_file.string(),
