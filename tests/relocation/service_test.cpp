@@ -148,7 +148,7 @@ TEST_F(ServiceSnapshot, ABuildWhoseClassesChangedIsRefusedNamingEachChange) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("reloc::(anonymous namespace)::score(long) (local to chat_room.cpp) is not in "
-                     "reloc_service_changed now"),
+                     "the main executable reloc_service_changed now"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("OK "), std::string::npos) << out;

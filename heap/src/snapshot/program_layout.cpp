@@ -12,6 +12,7 @@
 #include "reheap/program_layout.h"
 
 #include "elf_notes.h"
+#include "object_labels.h"
 
 #include <elf.h>
 #include <link.h>
@@ -69,9 +70,30 @@ std::string build_id_in_notes(const unsigned char* notes, std::size_t size, std:
   return {};
 }
 
+// Build-ids are 20 bytes of SHA-1 in practice: twelve hex digits tell two builds apart in a
+// message and keep its line short.
+std::string short_id(const std::string& id) {
+  if (id.empty()) {
+    return "none";
+  }
+  return id.size() > 12 ? id.substr(0, 12) + "..." : id;
+}
+
+// A bare file name reads as a library's, so the executable says what it is: a user took
+// "rec_lib: build-id differs" for a shared library.
+std::string label_of(const LoadedObject& object) {
+  if (object.path.empty()) return "(unnamed object)";
+  const std::size_t slash = object.path.rfind('/');
+  const std::string name = slash == std::string::npos ? object.path : object.path.substr(slash + 1);
+  return object.main_executable ? "the main executable " + name : name;
+}
+
 }  // namespace detail::snapshot
 
 namespace {
+
+using detail::snapshot::label_of;
+using detail::snapshot::short_id;
 
 
 std::string build_id_of(const dl_phdr_info& info) {
@@ -150,24 +172,10 @@ std::string canonical(const std::string& path) {
   return buffer;
 }
 
-std::string_view file_name(std::string_view path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 std::string hex_address(std::uintptr_t address) {
   char buffer[2 + 2 * sizeof address + 1];
   std::snprintf(buffer, sizeof buffer, "0x%zx", static_cast<std::size_t>(address));
   return buffer;
-}
-
-// Build-ids are 20 bytes of SHA-1 in practice: twelve hex digits tell two builds apart in a
-// message and keep its line short.
-std::string short_id(const std::string& id) {
-  if (id.empty()) {
-    return "none";
-  }
-  return id.size() > 12 ? id.substr(0, 12) + "..." : id;
 }
 
 const LoadedObject* main_executable_of(const ProgramLayout& layout) {
@@ -202,14 +210,6 @@ const LoadedObject* counterpart(const LoadedObject& saved, const ProgramLayout& 
     }
   }
   return nullptr;
-}
-
-// The object as a message names it. A bare file name reads as a library's, so the executable
-// says what it is: a user took "rec_lib: build-id differs" for a shared library.
-std::string label_of(const LoadedObject& object) {
-  const std::string name =
-      object.path.empty() ? std::string("(unnamed object)") : std::string(file_name(object.path));
-  return object.main_executable ? "the main executable " + name : name;
 }
 
 // Adds one line per way `now_object` fails to stand for `saved` (none if it does).

@@ -10,22 +10,12 @@
 
 #include "elf_symbols.h"
 #include "format.h"
+#include "object_labels.h"
 
 namespace reheap::detail::snapshot {
 namespace {
 
 constexpr std::size_t kMaxReported = 12;
-
-std::string label_of(const LoadedObject& object) {
-  if (object.path.empty()) return "(unnamed object)";
-  const std::size_t slash = object.path.rfind('/');
-  return slash == std::string::npos ? object.path : object.path.substr(slash + 1);
-}
-
-std::string short_id(const std::string& id) {
-  if (id.empty()) return "none";
-  return id.size() > 12 ? id.substr(0, 12) + "..." : id;
-}
 
 std::string hex(std::uint64_t v) {
   char buffer[24];
