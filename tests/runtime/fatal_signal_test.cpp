@@ -3,7 +3,9 @@
 // on its fifth event; the test reads what it left, in file and in ring mode.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -87,6 +89,57 @@ int record_and_die(const std::vector<std::string>& args) {
 }
 const rttest::RegisterHelper kRecordAndDie("fatal-signal", &record_and_die);
 
+// ---- a program with its own SIGSEGV handler, installed before the first recorded reactor ----
+
+char* volatile g_guard = nullptr;  // a page the program maps inaccessible and repairs on a fault
+
+// Repairs the guard page and returns: the faulting write then succeeds.
+void repair_guard(int, siginfo_t* info, void*) {
+  char* page = g_guard;
+  if (info->si_addr >= page && info->si_addr < page + 4096) ::mprotect(page, 4096, PROT_READ | PROT_WRITE);
+}
+
+// Says it saw the fault and returns without repairing it; SA_RESETHAND sends the next one to the
+// default action.
+void log_and_return(int, siginfo_t*, void*) {
+  static const char kSaw[] = "program handler saw the fault\n";
+  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, kSaw, sizeof kSaw - 1);
+}
+
+class GuardWriter : public Reactor {
+ public:
+  GuardWriter() { handle<&GuardWriter::on_order>(); }
+  void on_order(const Order& o) {
+    if (o.n == 0) g_guard[8] = 1;  // faults: the guard page
+    orders_.push_back(o.n);
+  }
+
+ private:
+  std::vector<std::uint32_t> orders_;
+};
+
+// --helper fatal-signal-own-handler <dir> <repair|resethand>: the program's handler comes first.
+int record_with_own_handler(const std::vector<std::string>& args) {
+  g_guard = static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  struct sigaction own {};
+  own.sa_sigaction = args[1] == "repair" ? &repair_guard : &log_and_return;
+  own.sa_flags = SA_SIGINFO | (args[1] == "repair" ? 0 : SA_RESETHAND);
+  sigemptyset(&own.sa_mask);
+  ::sigaction(SIGSEGV, &own, nullptr);
+  Runtime rt(RuntimeConfig{.workers = 2});
+  SpawnOptions options;
+  options.recording.mode = RecordingMode::kFile;
+  options.recording.directory = args[0];
+  const ActorRef writer = rt.spawn<GuardWriter>(options);
+  std::printf("reactor %llu\n", static_cast<unsigned long long>(writer.value()));
+  std::fflush(stdout);
+  for (std::uint32_t n : {1u, 2u, 3u, 0u, 4u}) rt.send(writer, Order{n});
+  rt.wait_idle();
+  std::printf("survived: %s\n", rt.alive(writer) ? "the reactor runs" : "the reactor stopped");
+  return 0;
+}
+const rttest::RegisterHelper kRecordWithOwnHandler("fatal-signal-own-handler", &record_with_own_handler);
+
 std::string read_text(const std::filesystem::path& file) {
   std::ifstream in(file);
   std::stringstream s;
@@ -99,9 +152,11 @@ struct Died {
   std::filesystem::path bundle;
 };
 
+// `how` empty: the own-handler helper, with `mode` repair or resethand.
 Died record_death(const TempDir& dir, const char* mode, const char* how) {
   Died d;
-  d.child = rttest::run_helper("fatal-signal", {dir.path().string(), mode, how});
+  d.child = *how == '\0' ? rttest::run_helper("fatal-signal-own-handler", {dir.path().string(), mode})
+                          : rttest::run_helper("fatal-signal", {dir.path().string(), mode, how});
   const std::size_t at = d.child.output.find("reactor ");
   if (at == std::string::npos) return d;
   const std::string ref = d.child.output.substr(at + 8, d.child.output.find('\n', at) - at - 8);
@@ -109,7 +164,7 @@ Died record_death(const TempDir& dir, const char* mode, const char* how) {
   return d;
 }
 
-void expect_bundle(const Died& d, const char* signal_name) {
+void expect_bundle(const Died& d, const char* signal_name, const char* reactor_type = "OrderBook") {
   // Sanitizers report the signal themselves and exit with a status: either way it did not exit 0.
   EXPECT_FALSE(d.child.succeeded()) << d.child.describe();
   if (!rttest::kSanitized) {
@@ -139,7 +194,7 @@ void expect_bundle(const Died& d, const char* signal_name) {
   EXPECT_NE(manifest.find(std::string("\"failure\": \"fatal signal ") + signal_name), std::string::npos) << manifest;
   EXPECT_NE(manifest.find("\"failing_event\": 5,"), std::string::npos) << manifest;
   EXPECT_NE(manifest.find("\"anchor\": \"base-0.snap\""), std::string::npos) << manifest;
-  EXPECT_NE(manifest.find("OrderBook"), std::string::npos) << manifest;
+  EXPECT_NE(manifest.find(reactor_type), std::string::npos) << manifest;
 }
 
 TEST(FatalSignalBundle, ANullPointerWriteLeavesABundleEndingWithTheSignal) {
@@ -163,6 +218,47 @@ TEST(FatalSignalBundle, AStackOverflowLeavesABundleWrittenOnTheAlternateStack) {
   if (rttest::kSanitized) GTEST_SKIP() << "the sanitizers handle a stack overflow themselves";
   TempDir dir;
   expect_bundle(record_death(dir, "file", "stack"), "SIGSEGV");
+}
+
+std::vector<std::filesystem::path> bundles_in(const std::filesystem::path& reactor_dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code none;
+  for (const auto& e : std::filesystem::directory_iterator(reactor_dir, none)) {
+    if (e.path().filename().string().rfind("crash-", 0) == 0) out.push_back(e.path());
+  }
+  return out;
+}
+
+TEST(FatalSignalBundle, AFaultTheProgramsOwnHandlerRepairsIsNoCrash) {
+  TempDir dir;
+  const Died d = record_death(dir, "repair", "");
+  ASSERT_TRUE(d.child.succeeded()) << d.child.describe();
+  EXPECT_NE(d.child.output.find("survived: the reactor runs"), std::string::npos) << d.child.describe();
+  EXPECT_EQ(d.child.output.find("crash bundle"), std::string::npos) << d.child.describe();
+  const std::filesystem::path reactor_dir = d.bundle.parent_path();
+  EXPECT_TRUE(bundles_in(reactor_dir).empty());
+  // The log reads whole: every order, no failure.
+  LogReader reader(reactor_dir);
+  LogRecord r;
+  std::size_t messages = 0;
+  while (reader.next(r)) {
+    EXPECT_NE(r.kind, RecordKind::kEventFailed) << r.detail;
+    if (r.kind == RecordKind::kMessage) ++messages;
+  }
+  EXPECT_EQ(messages, 5u);
+}
+
+TEST(FatalSignalBundle, AProgramHandlerWithResetHandLeavesOneBundleAndTheRecordingWhole) {
+  TempDir dir;
+  const Died d = record_death(dir, "resethand", "");
+  EXPECT_FALSE(d.child.succeeded()) << d.child.describe();
+  EXPECT_NE(d.child.output.find("program handler saw the fault"), std::string::npos) << d.child.describe();
+  const std::vector<std::filesystem::path> bundles = bundles_in(d.bundle.parent_path());
+  ASSERT_EQ(bundles.size(), 1u) << d.child.describe();
+  EXPECT_EQ(bundles[0], d.bundle);
+  EXPECT_GT(std::filesystem::file_size(d.bundle / "base-0.snap"), 0u);
+  EXPECT_GT(std::filesystem::file_size(d.bundle.parent_path() / "base-0.snap"), 0u);
+  expect_bundle(d, "SIGSEGV", "GuardWriter");
 }
 
 }  // namespace

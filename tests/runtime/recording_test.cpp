@@ -359,6 +359,38 @@ std::string read_text(const std::filesystem::path& file) {
   return s.str();
 }
 
+// A restarted ring-mode reactor counts its events from its checkpoint again, so a second failure
+// can fall on the same event as the first: each keeps a bundle of its own.
+TEST(Recording, ASecondFailureAtTheSameEventKeepsTheFirstBundle) {
+  TempDir dir;
+  Runtime rt(RuntimeConfig{.workers = 1});
+  Probe pings;
+  SpawnOptions options;
+  options.policy = SupervisionPolicy::kRestart;
+  options.recording.mode = RecordingMode::kRing;
+  options.recording.directory = dir.path();
+  const ActorRef r = rt.spawn<Crashy>(options, &pings);
+  for (std::uint32_t i = 0; i < 3; ++i) rt.send(r, Ping{0, i});
+  rt.send(r, Boom{0});  // event 5: start, 3 pings, boom
+  ASSERT_TRUE(rt.wait_idle());
+  for (std::uint32_t i = 0; i < 2; ++i) rt.send(r, Ping{0, 10 + i});
+  rt.send(r, Boom{0});  // event 5 again: the checkpoint after on_start, restored, 2 pings, boom
+  ASSERT_TRUE(rt.wait_idle());
+  ASSERT_EQ(rt.stats(r).restarts, 2u);
+  const std::filesystem::path reactor_dir = dir.path() / ("reactor-" + std::to_string(r.value()));
+  for (const char* name : {"crash-5", "crash-5.2"}) {
+    SCOPED_TRACE(name);
+    const std::filesystem::path bundle = reactor_dir / name;
+    ASSERT_TRUE(std::filesystem::exists(bundle / "manifest.json"));
+    EXPECT_NE(read_text(bundle / "manifest.json").find("\"failing_event\": 5,"), std::string::npos);
+    LogHeader header;
+    const std::vector<LogRecord> log = read_all(bundle, &header);
+    ASSERT_FALSE(log.empty());
+    EXPECT_EQ(log.back().kind, RecordKind::kEventFailed);
+    EXPECT_EQ(header.events_before, std::string(name) == "crash-5" ? 0u : 1u);
+  }
+}
+
 TEST(Recording, AFailingHookLeavesACrashBundleAndSupervisionGoesOn) {
   for (const RecordingMode mode : {RecordingMode::kFile, RecordingMode::kRing}) {
     SCOPED_TRACE(mode == RecordingMode::kFile ? "file" : "ring");

@@ -46,7 +46,8 @@ bool write_file(const char* path, std::initializer_list<Bytes> pieces) noexcept 
 bool copy_file(const char* from, const char* to) noexcept {
   const int in = ::open(from, O_RDONLY | O_CLOEXEC);
   if (in < 0) return false;
-  const int out = ::open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Never over an existing file: it may be a link to `from` itself, which truncating would empty.
+  const int out = ::open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   bool ok = out >= 0;
   unsigned char buffer[4096];
   while (ok) {
@@ -65,7 +66,8 @@ bool copy_file(const char* from, const char* to) noexcept {
 
 // Links: no more is written to these files by the dying process, so a link is as good as a copy.
 bool link_or_copy(const char* from, const char* to) noexcept {
-  return ::link(from, to) == 0 || copy_file(from, to);
+  if (::link(from, to) == 0) return true;
+  return errno != EEXIST && copy_file(from, to);
 }
 
 }  // namespace
@@ -79,8 +81,20 @@ void FatalBundle::prepare(std::filesystem::path root, ManifestFrame manifest, st
 }
 
 void FatalBundle::write(int signal, const siginfo_t& info, const Recording& r) const noexcept {
-  if (root_.empty() || r.writer == nullptr) return;
+  if (r.writer == nullptr) return;
   const std::uint64_t event = r.writer->events();
+  if (root_.empty()) {
+    SignalText<256>()
+        .text("reheap: ")
+        .text(signal_name(signal))
+        .text(" in ")
+        .text(r.hook)
+        .text(" of a recorded reactor (event ")
+        .number(event)
+        .text("); no crash bundle: its ring recording has no RecordingOptions::directory")
+        .write_line(STDERR_FILENO);
+    return;
+  }
 
   SignalText<512> what;
   what.text("fatal signal ").text(signal_name(signal)).text(" (").text(signal_meaning(signal)).text(")");
@@ -94,9 +108,16 @@ void FatalBundle::write(int signal, const siginfo_t& info, const Recording& r) c
   Bytes body;
   const bool sealed = r.writer->seal_with(failed, header, &body);
 
+  // A bundle of its own: a restarted reactor (ring mode) may fail again at the same event.
   SignalText<kPathText> bundle;
-  bundle.text(root_.c_str()).text("/crash-").number(event);
-  bool ok = make_directory(root_.c_str()) && make_directory(bundle.data());
+  bool ok = make_directory(root_.c_str());
+  for (unsigned n = 1; ok; ++n) {
+    bundle = SignalText<kPathText>();
+    bundle.text(root_.c_str()).text("/crash-").number(event);
+    if (n > 1) bundle.text(".").number(n);
+    if (::mkdir(bundle.data(), 0755) == 0) break;
+    ok = errno == EEXIST && n < 100;
+  }
   int error = ok ? 0 : errno;
   const auto check = [&](bool done) {
     if (!done && error == 0) error = errno;

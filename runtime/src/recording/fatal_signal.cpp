@@ -1,11 +1,15 @@
 // Fatal signals of recorded reactors (see fatal_signal.h).
 #include "fatal_signal.h"
 
+#include <dlfcn.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 
 namespace reheap::detail::recording {
 namespace {
@@ -13,12 +17,33 @@ namespace {
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 constexpr std::size_t kCount = sizeof kFatalSignals / sizeof kFatalSignals[0];
 
-struct sigaction g_previous[kCount];
+// The action each signal had before ours, and what handing the signal on to it will do.
+struct Previous {
+  struct sigaction action;
+  // It ends the process: the default action, ignoring a fault (the kernel kills then), or a
+  // sanitizer's report. Else it is the program's own handler, which may repair the fault.
+  bool ends_process = false;
+  // The program's handler had SA_RESETHAND, and has run once: from now on, the default action.
+  std::atomic<bool> reset{false};
+};
+Previous g_previous[kCount];
 std::atomic<bool> g_installed{false};
+// Bundles being written now, on any thread: the first thread to hand a signal on to the default
+// action would end the process under the others.
+std::atomic<int> g_writing{0};
 
 // Initial-exec: the handler reads it, and a first access to dynamic TLS may allocate.
 __attribute__((tls_model("initial-exec"))) thread_local FatalSignalWitness* t_witness = nullptr;
 __attribute__((tls_model("initial-exec"))) thread_local bool t_in_handler = false;
+// The last fault this thread handed on to the program's own handler, to tell a fault it repaired
+// (it does not come back) from one it did not (the same fault comes back: a crash after all).
+struct HandedOn {
+  int signal = 0;
+  const void* address = nullptr;
+  const FatalSignalWitness* witness = nullptr;
+  std::uint64_t event = 0;
+};
+__attribute__((tls_model("initial-exec"))) thread_local HandedOn t_handed_on;
 
 std::size_t index_of(int signal) noexcept {
   for (std::size_t i = 0; i < kCount; ++i) {
@@ -27,16 +52,68 @@ std::size_t index_of(int signal) noexcept {
   return 0;
 }
 
+// A sanitizer's handler reports the signal and ends the process.
+bool is_sanitizer_handler(const struct sigaction& action) noexcept {
+  const void* handler = (action.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<const void*>(action.sa_sigaction)
+                                                             : reinterpret_cast<const void*>(action.sa_handler);
+  Dl_info where{};
+  if (::dladdr(handler, &where) == 0 || where.dli_fname == nullptr) return false;
+  for (const char* runtime : {"libasan", "libtsan", "libubsan", "liblsan", "libhwasan"}) {
+    if (std::strstr(where.dli_fname, runtime) != nullptr) return true;
+  }
+  return false;
+}
+
+// Waits, up to two seconds, for bundles other threads are writing.
+void wait_for_other_bundles() noexcept {
+  for (int waited_ms = 0; g_writing.load(std::memory_order_acquire) > 0 && waited_ms < 2000; ++waited_ms) {
+    const struct timespec millisecond {0, 1000000};
+    ::nanosleep(&millisecond, nullptr);
+  }
+}
+
+void hand_on(Previous& previous, int signal, siginfo_t* info, void* context) noexcept {
+  if (previous.reset.load(std::memory_order_relaxed)) {
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    sigemptyset(&default_action.sa_mask);
+    forward_signal(default_action, signal, info, context);
+    return;
+  }
+  // Called directly, the program's handler does not get what the kernel does on delivery for
+  // SA_RESETHAND: the next one reaches the default action, as it would have without us.
+  if ((previous.action.sa_flags & SA_RESETHAND) != 0) previous.reset.store(true, std::memory_order_relaxed);
+  forward_signal(previous.action, signal, info, context);
+}
+
 void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  // A fault while writing the bundle comes back here: the second time, only forward.
-  if (FatalSignalWitness* witness = t_witness; witness != nullptr && !t_in_handler) {
-    t_in_handler = true;
-    witness->on_fatal_signal(signal, *info);
-    t_in_handler = false;  // a previous handler may recover (siglongjmp) and the thread go on
+  Previous& previous = g_previous[index_of(signal)];
+  FatalSignalWitness* const witness = t_witness;
+  const bool ends_process = previous.ends_process || previous.reset.load(std::memory_order_relaxed);
+  if (witness != nullptr && !t_in_handler) {
+    const HandedOn fault{signal, info->si_addr, witness, witness->fatal_event()};
+    const HandedOn last = t_handed_on;
+    const bool came_back = last.signal == fault.signal && last.address == fault.address &&
+                           last.witness == fault.witness && last.event == fault.event;
+    if (ends_process || came_back) {
+      // A crash: a fault (re-)raised here would end the process (a program handler that let the
+      // same fault come back did not repair it). A fault while writing comes back here: the
+      // second time, only hand on.
+      t_in_handler = true;
+      g_writing.fetch_add(1, std::memory_order_acq_rel);
+      witness->on_fatal_signal(signal, *info);
+      g_writing.fetch_sub(1, std::memory_order_acq_rel);
+      t_in_handler = false;  // a previous handler may still recover (siglongjmp) and go on
+    } else {
+      // The program's own handler first: it may repair the fault (map a guard page) and return,
+      // and then this was no crash, and the recording must not say it was.
+      t_handed_on = fault;
+    }
   }
   errno = saved_errno;
-  forward_signal(g_previous[index_of(signal)], signal, info, context);
+  if (ends_process) wait_for_other_bundles();
+  hand_on(previous, signal, info, context);
 }
 
 // The alternate stack of a thread that had none, unmapped when the thread ends.
@@ -62,7 +139,12 @@ void install_fatal_signal_handlers() noexcept {
     action.sa_sigaction = on_fatal_signal;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
-    ::sigaction(kFatalSignals[i], &action, &g_previous[i]);
+    ::sigaction(kFatalSignals[i], &action, &g_previous[i].action);
+    const struct sigaction& before = g_previous[i].action;
+    const bool handler = (before.sa_flags & SA_SIGINFO) != 0
+                             ? before.sa_sigaction != nullptr
+                             : before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN;
+    g_previous[i].ends_process = !handler || is_sanitizer_handler(before);
   }
 }
 

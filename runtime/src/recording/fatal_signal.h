@@ -11,6 +11,14 @@
 // bundle, then hands the signal on to the handler installed before (the default action, a
 // sanitizer's, the program's own), so the process still dies as it would have.
 //
+// The program's own handler may repair a fault (a guard page it maps, then returns) and the
+// program go on: that is no crash. So when the handler before ours is the program's, it runs
+// first, and a bundle is written only if the same fault comes back in the same event (the
+// handler did not repair it), or once the handler had SA_RESETHAND (its first call sends the
+// next fault to the default action, which reheap emulates, since it calls the handler itself).
+// A handler the program installs after ours replaces it: no bundles then. When one thread writes
+// a bundle and another faults, the one handing on to a fatal action waits up to 2 s for it.
+//
 // Installed once per process, by the first recorder: SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT.
 // Runs on the alternate signal stack, which each worker thread gets (so that a stack overflow
 // is caught too).
@@ -19,6 +27,7 @@
 #include <signal.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "reheap/signal_chain.h"
 
@@ -28,6 +37,8 @@ class FatalSignalWitness {
  public:
   // In the signal handler: writes the bundle of the event under way. Async-signal-safe.
   virtual void on_fatal_signal(int signal, const siginfo_t& info) noexcept = 0;
+  // In the signal handler: the index of the event under way.
+  virtual std::uint64_t fatal_event() const noexcept = 0;
 
  protected:
   ~FatalSignalWitness() = default;

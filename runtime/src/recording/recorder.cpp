@@ -115,6 +115,7 @@ class ReactorRecorder final : public Recorder, private LogSink, private ChunkPla
   CrashManifest manifest_base() const;
   // FatalSignalWitness: in the signal handler, during one of this reactor's events.
   void on_fatal_signal(int signal, const siginfo_t& info) noexcept override;
+  std::uint64_t fatal_event() const noexcept override { return writer_.events(); }
   void write_ring(const std::filesystem::path& directory) const;
   LogHeader header_for(std::uint64_t events_before) const;
   [[gnu::cold, gnu::noinline]] void stop(Cell* c, const std::string& why);
@@ -443,8 +444,14 @@ void ReactorRecorder::write_crash_bundle(Cell* c) {
     root = options_.directory / ("reactor-" + std::to_string(actor_.value()));
   }
   const std::uint64_t event = writer_.events();
-  const std::filesystem::path bundle = root / ("crash-" + std::to_string(event));
-  std::filesystem::create_directories(bundle);
+  // A bundle of its own: a restarted reactor (ring mode) may fail again at the same event, and its
+  // bundle must not mix with the first one's (the signal handler names them the same way).
+  std::filesystem::create_directories(root);
+  std::filesystem::path bundle = root / ("crash-" + std::to_string(event));
+  for (unsigned n = 2; !std::filesystem::create_directory(bundle); ++n) {
+    if (n > 100) throw std::runtime_error("too many crash bundles for event " + std::to_string(event) + " in " + root.string());
+    bundle = root / ("crash-" + std::to_string(event) + "." + std::to_string(n));
+  }
   if (options_.mode == RecordingMode::kFile) {
     // The anchor is a full snapshot (never an increment), so the bundle needs this one file. No
     // more is written to these files (a restart anchors anew elsewhere): links are as good as
