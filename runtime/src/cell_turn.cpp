@@ -261,7 +261,10 @@ void Worker::teardown(Cell* c) {
   if (c->graceful_stop && c->started && c->reactor != nullptr) {
     c->state = CellState::kLive;  // on_stop may still send and close things
     deliver(c, Event{.kind = EventKind::kStop});
-    c->supervision.failed = false;  // a throwing on_stop stops the reactor all the same
+    if (c->supervision.failed) {
+      report_stop_failure(*this, c);  // then it stops all the same
+      c->supervision.failed = false;
+    }
   }
   c->state = CellState::kStopping;
   close_timers(*this, c);

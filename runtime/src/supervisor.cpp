@@ -90,4 +90,17 @@ void handle_failure(Worker& w, Cell* c) {
   report(rt, c, failure);
 }
 
+void report_stop_failure(Worker& w, Cell* c) {
+  HeapScope system(nullptr);
+  ReactorFailed failure;
+  failure.reactor = c->ref();
+  failure.name = c->options.name;
+  failure.what = c->supervision.what;
+  failure.handler = c->supervision.hook;
+  failure.kind = static_cast<std::uint8_t>(c->supervision.kind);
+  failure.restarts = c->stats.restarts;
+  failure.action = static_cast<std::uint8_t>(FailureAction::kStopped);
+  report(w.runtime(), c, failure);
+}
+
 }  // namespace reheap::detail

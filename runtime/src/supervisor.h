@@ -11,5 +11,8 @@ class Worker;
 // and applies the reactor's policy, leaving c either restored in place (c->restored) or
 // kStopping without on_stop.
 void handle_failure(Worker& w, Cell* c);
+// Worker thread, right after on_stop threw: reports it as handle_failure reports a failure (the
+// reactor stops all the same; no policy applies).
+void report_stop_failure(Worker& w, Cell* c);
 
 }  // namespace reheap::detail

@@ -129,6 +129,49 @@ struct Fixture {
 // With the default RuntimeConfig (no on_failure) and no supervisor, a failure is not silent: one
 // line on stderr names the reactor, the hook, the exception and what became of the reactor. A
 // program that handles failures itself hears of them there only.
+// Throws in on_stop: the reactor stops all the same, and the failure is reported like any other.
+class StopThrower : public Reactor {
+ public:
+  void on_stop() override { throw std::runtime_error("on_stop failed on purpose"); }
+};
+
+TEST(Supervision, AThrowInOnStopIsReportedWhetherStoppedOrShutDown) {
+  for (const bool by_shutdown : {false, true}) {
+    for (const bool handled : {false, true}) {
+      SCOPED_TRACE(std::string(by_shutdown ? "shutdown" : "Runtime::stop") + (handled ? ", on_failure" : ", stderr"));
+      Log<ReactorFailed> reported;
+      RuntimeConfig config{.workers = 1};
+      if (handled) config.on_failure = [&reported](const ReactorFailed& f) { reported.add(f); };
+      ::testing::internal::CaptureStderr();
+      std::uint64_t failures = 0;
+      ActorRef r;
+      {
+        Runtime rt(std::move(config));
+        r = rt.spawn<StopThrower>();
+        ASSERT_TRUE(rt.wait_idle());
+        if (!by_shutdown) {
+          ASSERT_TRUE(rt.stop(r));
+          ASSERT_TRUE(rt.wait_stopped(r));
+          failures = rt.stats().failures;
+        }
+        rt.shutdown();
+        if (by_shutdown) failures = rt.stats().failures;
+      }
+      const std::string err = ::testing::internal::GetCapturedStderr();
+      EXPECT_EQ(failures, 1u);
+      if (handled) {
+        ASSERT_EQ(reported.size(), 1u);
+        EXPECT_EQ(reported.items()[0].reactor, r);
+        EXPECT_EQ(reported.items()[0].handler, "on_stop");
+        EXPECT_EQ(reported.items()[0].what, "on_stop failed on purpose");
+        EXPECT_EQ(reported.items()[0].failure_action(), FailureAction::kStopped);
+      } else {
+        EXPECT_NE(err.find("failed in on_stop: on_stop failed on purpose; stopped"), std::string::npos) << err;
+      }
+    }
+  }
+}
+
 TEST(Supervision, AFailureNothingHandlesIsPrintedOnStderrAndAHandledOneIsNot) {
   for (const bool handled : {false, true}) {
     SCOPED_TRACE(handled ? "on_failure set" : "default config");
