@@ -82,6 +82,9 @@ struct Cell {
   bool started = false;   // on_start (or the restore hooks) ran
   bool restored = false;  // the occupant came from a snapshot: run the restore hooks first
   bool graceful_stop = true;  // kStopping: call on_stop and the destructor
+  // A stop or a failure is under way: it counts as one more thing in flight (wait_idle) until it
+  // settles, with the reactor torn down or restarted (Worker::count_settling).
+  bool settling = false;
   Worker* move_to = nullptr;  // a move waiting for the next turn
   bool arriving = false;      // moved here: re-arm the timers first
   std::uint64_t current_sender = 0;  // of the message being handled (Reactor::sender)

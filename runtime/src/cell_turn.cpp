@@ -27,10 +27,12 @@ void Worker::after_hook(Cell* c) {
     // before on_restored), so run them now. Within a turn, run_messages does it.
     if (!c->started && c->state == CellState::kLive && running_ != c) run_start_hooks(c);
   }
-  if (c->state == CellState::kStopping && running_ != c) {
+  if (c->state == CellState::kStopping) {
     // Teardown happens in run_cell, the one place that holds the cell's queue token, so that a
-    // freed cell is never still on a queue.
-    if (c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) push_ready(c);
+    // freed cell is never still on a queue. It settles the stop.
+    if (running_ != c && c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) push_ready(c);
+  } else {
+    settled(c);  // restarted, or nothing was under way
   }
 }
 
@@ -38,6 +40,7 @@ void Worker::request_stop(Cell* c, bool graceful) {
   if (c->state != CellState::kLive) return;
   c->state = CellState::kStopping;
   c->graceful_stop = graceful;
+  count_settling(c);
   after_hook(c);
 }
 
@@ -145,6 +148,7 @@ void Worker::run_messages(Cell* c, std::uint32_t budget) {
       if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kStop)) {
         c->state = CellState::kStopping;
         c->graceful_stop = true;
+        count_settling(c);
       } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kSnapshot)) {
         run_snapshot_request(c, *e);  // between two events: no hook is running
       } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kCommand)) {
@@ -296,6 +300,7 @@ void Worker::teardown(Cell* c) {
     runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
     count_consumed();
   }
+  settled(c);
   disown(c);
   c->state = CellState::kFree;
   runtime_.cells.release(c);

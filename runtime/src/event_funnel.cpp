@@ -8,12 +8,15 @@
 #include "reactor_scope.h"
 #include "recorder.h"
 #include "reheap/heap_scope.h"
+#include "worker.h"
 
 namespace reheap::detail {
 
 void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook) {
   HeapScope system(nullptr);
   c->supervision.failed = true;
+  // Before the event's message is counted consumed: wait_idle waits for the failure's handling.
+  if (Worker* w = Worker::current()) w->count_settling(c);
   c->supervision.kind = kind;
   c->supervision.what = what;
   c->supervision.hook = hook;

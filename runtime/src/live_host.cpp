@@ -44,6 +44,7 @@ void LiveHost::stop() {
   if (cell_->state == CellState::kLive) {
     cell_->state = CellState::kStopping;
     cell_->graceful_stop = true;
+    worker_.count_settling(cell_);
   }
 }
 

@@ -153,6 +153,19 @@ class Worker {
   void count_consumed() noexcept {
     consumed.store(consumed.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
+  // A stop or a failure of c is under way: in flight until settled(c), so that wait_idle does not
+  // return between the event that consumed the last message and the reactor's end. Counted
+  // before that message is, so that a wait_idle that sees it consumed sees this too.
+  void count_settling(Cell* c) noexcept {
+    if (c->settling) return;
+    c->settling = true;
+    count_sent();
+  }
+  void settled(Cell* c) noexcept {
+    if (!c->settling) return;
+    c->settling = false;
+    count_consumed();
+  }
   std::atomic<std::uint64_t> wakeups{0};
   std::atomic<std::uint64_t> idle_purges{0};  // on_purge runs (RuntimeStats::idle_purges)
   // The reactors living here (cells().size()), read by other workers' placement (placement.h).

@@ -172,6 +172,25 @@ TEST(Supervision, AThrowInOnStopIsReportedWhetherStoppedOrShutDown) {
   }
 }
 
+// wait_idle covers a failure's handling: the report and the stop (or the restart) are done when
+// it returns. It used to return once the failing message was consumed, a few percent of the time
+// before the reactor was gone.
+TEST(Supervision, WaitIdleReturnsOnlyOnceAFailedReactorIsGone) {
+  Log<std::string> hooks;
+  Probe probe;
+  // A slow report (as stderr on a terminal can be) holds the failure's handling open.
+  Runtime rt(RuntimeConfig{.workers = 2, .on_failure = [](const ReactorFailed&) {
+                             std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                           }});
+  for (int round = 0; round < 50; ++round) {
+    const ActorRef r = rt.spawn<Fragile>(&probe, &hooks);
+    ASSERT_EQ(rt.send(r, Boom{0}), SendResult::kOk);
+    ASSERT_TRUE(rt.wait_idle());
+    ASSERT_FALSE(rt.alive(r)) << "round " << round;
+    ASSERT_EQ(rt.stats().failures, static_cast<std::uint64_t>(round + 1)) << "round " << round;
+  }
+}
+
 TEST(Supervision, AFailureNothingHandlesIsPrintedOnStderrAndAHandledOneIsNot) {
   for (const bool handled : {false, true}) {
     SCOPED_TRACE(handled ? "on_failure set" : "default config");

@@ -213,8 +213,9 @@ class Runtime {
 
   bool alive(ActorRef ref) const noexcept;
 
-  // Blocks until no message is in flight and no reactor is ready (timers and sockets may still
-  // bring more). False on timeout.
+  // Blocks until no message is in flight, no reactor is ready, and every stop and failure under
+  // way has settled: the reactor is gone, or restarted, and the failure reported (timers and
+  // sockets may still bring more). False on timeout.
   bool wait_idle(std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   // Saves the reactor's heap to `file` between two of its events, without stopping other
