@@ -80,6 +80,13 @@ TEST(ReplayInAnotherProcess, AProgramThatDoesNotCallReplayMainIfAskedIsNamedAsSu
   EXPECT_NE(not_a_bundle.out.find("not a crash bundle (no manifest.json)"), std::string::npos) << not_a_bundle.out;
 }
 
+TEST(ReplayInAnotherProcess, JsonIsAUsageErrorForReplay) {
+  TempDir dir;
+  const Ran replayed = run(std::string(REHEAP_SNAP_PATH) + " replay " + dir.path().string() + " --json");
+  EXPECT_EQ(replayed.status, 2) << replayed.out;
+  EXPECT_NE(replayed.out.find("--json does not apply to replay"), std::string::npos) << replayed.out;
+}
+
 TEST(ReplayInAnotherProcess, AFailureRecordedAsAFatalSignalRecursAsOne) {
   TempDir dir;
   const Ran recorded = run("REPLAY_PROGRAM_SEGV=1 " + std::string(REHEAP_REPLAY_PROGRAM) + " " + dir.path().string());

@@ -371,6 +371,24 @@ TEST(ReplayErrors, ADirectoryWithoutARecordingIsNotOne) {
   const RecordingError e = open_error(dir.path());
   EXPECT_EQ(e.code(), RecordingErrc::kNotARecording);
   EXPECT_NE(std::string(e.what()).find("no anchor snapshot"), std::string::npos) << e.what();
+  EXPECT_EQ(std::string(e.what()).find("RecordingOptions::directory"), std::string::npos) << e.what();
+
+  const RecordingError missing = open_error(dir.path() / "nowhere");
+  EXPECT_EQ(missing.code(), RecordingErrc::kNotARecording);
+  EXPECT_NE(std::string(missing.what()).find("nowhere: does not exist"), std::string::npos) << missing.what();
+}
+
+TEST(ReplayErrors, TheRecordingsDirectoryItselfNamesTheRecordingsInIt) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "reactor-42");
+  std::filesystem::create_directories(dir.path() / "reactor-43");
+  const RecordingError e = open_error(dir.path());
+  EXPECT_EQ(e.code(), RecordingErrc::kNotARecording);
+  const std::string what = e.what();
+  EXPECT_NE(what.find("this is a RecordingOptions::directory: open one of its recordings ("), std::string::npos)
+      << what;
+  EXPECT_NE(what.find("reactor-42"), std::string::npos) << what;
+  EXPECT_NE(what.find("reactor-43"), std::string::npos) << what;
 }
 
 }  // namespace

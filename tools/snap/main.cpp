@@ -133,6 +133,7 @@ int run(int argc, char** argv) {
   if (options.chain && c != "verify") return usage("--chain applies to verify only");
   if (options.header_only && c != "info") return usage("--header-only applies to info only");
   if (!options.program.empty() && c != "replay") return usage("--program applies to replay only");
+  if (c == "replay" && options.json) return usage("--json does not apply to replay (the program prints the outcome)");
   if (c == "replay") return reheap::snap::run_replay(options);
   if (c == "info") return reheap::snap::run_info(options);
   if (c == "verify") return reheap::snap::run_verify(options);

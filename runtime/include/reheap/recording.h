@@ -25,6 +25,10 @@
 // them, which write the bundle (its failure reads "fatal signal SIGSEGV (...) at address ...")
 // and then hand the signal on to the handler installed before, so the process dies as it would
 // have. A process killed otherwise (SIGKILL, a fault outside a recorded event) leaves no bundle.
+// The program's own handler for these signals, installed before the first recorder, runs before
+// the bundle is written, so that a fault it repairs is no crash; one installed after replaces
+// reheap's, and no bundle is written then. When one reactor's event ends the process, the other
+// recorded reactors' logs end at their last whole block.
 //
 // What the runtime answers is always recorded; what the reactor outputs (sends, writes) is
 // recorded as a digest by default, which lets a replay check that it produces the same outputs.

@@ -110,6 +110,10 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->options = options;
+  std::error_code missing;
+  if (!std::filesystem::exists(path, missing)) {
+    throw RecordingError(RecordingErrc::kNotARecording, path, 0, "does not exist");
+  }
   if (!std::filesystem::is_directory(path)) {
     throw RecordingError(RecordingErrc::kNotARecording, path, 0,
                          "not a recording directory (reactor-<ref>/ with base-<n>.snap and log-*.rlog) nor a "
@@ -121,8 +125,18 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
   std::filesystem::path anchor = options.anchor;
   if (anchor.empty()) anchor = manifest ? path / manifest->anchor : newest_anchor(path);
   if (anchor.empty() || !std::filesystem::exists(anchor)) {
+    // RecordingOptions::directory itself is the natural first try: name what it holds.
+    std::string inside;
+    std::error_code unreadable;
+    for (const auto& entry : std::filesystem::directory_iterator(path, unreadable)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("reactor-", 0) == 0 && entry.is_directory()) inside += (inside.empty() ? "" : ", ") + name;
+    }
     throw RecordingError(RecordingErrc::kNotARecording, anchor.empty() ? path : anchor, 0,
-                         "the recording has no anchor snapshot (base-<n>.snap)");
+                         "the recording has no anchor snapshot (base-<n>.snap)" +
+                             (inside.empty() ? std::string()
+                                             : "; this is a RecordingOptions::directory: open one of its "
+                                               "recordings (" + inside + ") or a crash-<event>/ in one"));
   }
   impl->log = detail::read_recorded_log(path);
   const LogHeader& header = impl->log.header;
