@@ -106,6 +106,12 @@ void log_and_return(int, siginfo_t*, void*) {
   [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, kSaw, sizeof kSaw - 1);
 }
 
+// Returns without repairing the fault, which so comes back, until it gives up on the fifth.
+void return_five_times(int, siginfo_t*, void*) {
+  static int calls = 0;
+  if (++calls == 5) ::_exit(3);
+}
+
 class GuardWriter : public Reactor {
  public:
   GuardWriter() { handle<&GuardWriter::on_order>(); }
@@ -118,12 +124,12 @@ class GuardWriter : public Reactor {
   std::vector<std::uint32_t> orders_;
 };
 
-// --helper fatal-signal-own-handler <dir> <repair|resethand>: the program's handler comes first.
+// --helper fatal-signal-own-handler <dir> <repair|resethand|loop>: the program's handler comes first.
 int record_with_own_handler(const std::vector<std::string>& args) {
   g_guard = static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   struct sigaction own {};
-  own.sa_sigaction = args[1] == "repair" ? &repair_guard : &log_and_return;
-  own.sa_flags = SA_SIGINFO | (args[1] == "repair" ? 0 : SA_RESETHAND);
+  own.sa_sigaction = args[1] == "repair" ? &repair_guard : args[1] == "loop" ? &return_five_times : &log_and_return;
+  own.sa_flags = SA_SIGINFO | (args[1] == "resethand" ? SA_RESETHAND : 0);
   sigemptyset(&own.sa_mask);
   ::sigaction(SIGSEGV, &own, nullptr);
   Runtime rt(RuntimeConfig{.workers = 2});
@@ -164,10 +170,12 @@ Died record_death(const TempDir& dir, const char* mode, const char* how) {
   return d;
 }
 
-void expect_bundle(const Died& d, const char* signal_name, const char* reactor_type = "OrderBook") {
+// `killed`: the process ended by the signal (not by a program handler's exit).
+void expect_bundle(const Died& d, const char* signal_name, const char* reactor_type = "OrderBook",
+                   bool killed = true) {
   // Sanitizers report the signal themselves and exit with a status: either way it did not exit 0.
   EXPECT_FALSE(d.child.succeeded()) << d.child.describe();
-  if (!rttest::kSanitized) {
+  if (killed && !rttest::kSanitized) {
     ASSERT_TRUE(WIFSIGNALED(d.child.wait_status)) << d.child.describe();
   }
   EXPECT_NE(d.child.output.find("crash bundle: " + d.bundle.string()), std::string::npos) << d.child.describe();
@@ -259,6 +267,16 @@ TEST(FatalSignalBundle, AProgramHandlerWithResetHandLeavesOneBundleAndTheRecordi
   EXPECT_GT(std::filesystem::file_size(d.bundle / "base-0.snap"), 0u);
   EXPECT_GT(std::filesystem::file_size(d.bundle.parent_path() / "base-0.snap"), 0u);
   expect_bundle(d, "SIGSEGV", "GuardWriter");
+}
+
+TEST(FatalSignalBundle, AFaultAProgramHandlerKeepsLettingBackLeavesOneBundle) {
+  TempDir dir;
+  const Died d = record_death(dir, "loop", "");
+  ASSERT_TRUE(WIFEXITED(d.child.wait_status) && WEXITSTATUS(d.child.wait_status) == 3) << d.child.describe();
+  const std::vector<std::filesystem::path> bundles = bundles_in(d.bundle.parent_path());
+  ASSERT_EQ(bundles.size(), 1u) << d.child.describe();
+  EXPECT_EQ(bundles[0], d.bundle);
+  expect_bundle(d, "SIGSEGV", "GuardWriter", false);
 }
 
 }  // namespace

@@ -37,13 +37,17 @@ __attribute__((tls_model("initial-exec"))) thread_local FatalSignalWitness* t_wi
 __attribute__((tls_model("initial-exec"))) thread_local bool t_in_handler = false;
 // The last fault this thread handed on to the program's own handler, to tell a fault it repaired
 // (it does not come back) from one it did not (the same fault comes back: a crash after all).
-struct HandedOn {
+struct Fault {
   int signal = 0;
   const void* address = nullptr;
   const FatalSignalWitness* witness = nullptr;
   std::uint64_t event = 0;
+  bool operator==(const Fault&) const = default;
 };
-__attribute__((tls_model("initial-exec"))) thread_local HandedOn t_handed_on;
+__attribute__((tls_model("initial-exec"))) thread_local Fault t_handed_on;
+// The last fault this thread wrote a bundle for: a program handler that keeps returning without
+// repairing it brings it back for ever, and one bundle says it all.
+__attribute__((tls_model("initial-exec"))) thread_local Fault t_bundled;
 
 std::size_t index_of(int signal) noexcept {
   for (std::size_t i = 0; i < kCount; ++i) {
@@ -92,11 +96,11 @@ void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   FatalSignalWitness* const witness = t_witness;
   const bool ends_process = previous.ends_process || previous.reset.load(std::memory_order_relaxed);
   if (witness != nullptr && !t_in_handler) {
-    const HandedOn fault{signal, info->si_addr, witness, witness->fatal_event()};
-    const HandedOn last = t_handed_on;
-    const bool came_back = last.signal == fault.signal && last.address == fault.address &&
-                           last.witness == fault.witness && last.event == fault.event;
-    if (ends_process || came_back) {
+    const Fault fault{signal, info->si_addr, witness, witness->fatal_event()};
+    const bool came_back = t_handed_on == fault;
+    if (t_bundled == fault) {
+      // Written already; only hand on.
+    } else if (ends_process || came_back) {
       // A crash: a fault (re-)raised here would end the process (a program handler that let the
       // same fault come back did not repair it). A fault while writing comes back here: the
       // second time, only hand on.
@@ -104,6 +108,7 @@ void on_fatal_signal(int signal, siginfo_t* info, void* context) {
       g_writing.fetch_add(1, std::memory_order_acq_rel);
       witness->on_fatal_signal(signal, *info);
       g_writing.fetch_sub(1, std::memory_order_acq_rel);
+      t_bundled = fault;
       t_in_handler = false;  // a previous handler may still recover (siglongjmp) and go on
     } else {
       // The program's own handler first: it may repair the fault (map a guard page) and return,
