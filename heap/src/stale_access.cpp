@@ -40,6 +40,19 @@ void on_segv(int signal, siginfo_t* info, void* context) {
 
 }  // namespace
 
+}  // namespace reheap::detail
+
+namespace reheap {
+
+const struct sigaction* reheap_handler_hands_on_to(const struct sigaction& action) noexcept {
+  if ((action.sa_flags & SA_SIGINFO) != 0 && action.sa_sigaction == &detail::on_segv) return &detail::g_previous;
+  return nullptr;
+}
+
+}  // namespace reheap
+
+namespace reheap::detail {
+
 void install_stale_access_report() noexcept {
   if (g_installed.exchange(true)) return;
   struct sigaction action {};

@@ -69,6 +69,7 @@ class OrderBook : public Reactor {
 // --helper fatal-signal <dir> <file|ring> <null|stack|abort>: records an OrderBook that takes
 // orders 1, 2, 3 and dies on 0 (event 5, after on_start). Prints "reactor <ref>" first.
 int record_and_die(const std::vector<std::string>& args) {
+  ::alarm(60);
   g_death = args[2] == "stack" ? Death::kStackOverflow : args[2] == "abort" ? Death::kAbort : Death::kNullWrite;
   Runtime rt(RuntimeConfig{.workers = 2});
   SpawnOptions options;
@@ -126,6 +127,7 @@ class GuardWriter : public Reactor {
 
 // --helper fatal-signal-own-handler <dir> <repair|resethand|loop>: the program's handler comes first.
 int record_with_own_handler(const std::vector<std::string>& args) {
+  ::alarm(60);  // a handler chain that loops (a bug) ends here, not in the test's timeout
   g_guard = static_cast<char*>(::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   struct sigaction own {};
   own.sa_sigaction = args[1] == "repair" ? &repair_guard : args[1] == "loop" ? &return_five_times : &log_and_return;

@@ -16,20 +16,40 @@
 
 namespace reheap {
 
+// Whether `action` runs a handler (else it is the default action or ignores the signal).
+inline bool runs_handler(const struct sigaction& action) noexcept {
+  return (action.sa_flags & SA_SIGINFO) != 0 ? action.sa_sigaction != nullptr
+                                             : action.sa_handler != SIG_DFL && action.sa_handler != SIG_IGN;
+}
+
 // Hands `signal` on to `previous` (the action the caller's handler replaced). For the default
 // action it puts that back: returning from the handler then re-runs a faulting instruction, which
 // ends the process as it would have; a signal that was sent (abort, kill: si_code <= 0) re-runs
-// nothing, so it is sent again, to be delivered when the handler returns.
-inline void forward_signal(const struct sigaction& previous, int signal, siginfo_t* info, void* context) noexcept {
-  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
-    previous.sa_sigaction(signal, info, context);
-  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
-    previous.sa_handler(signal);
+// nothing, so it is sent again, to be delivered when the handler returns. A handler with
+// SA_RESETHAND is called once and `previous` becomes the default action, as the kernel would have
+// made it on delivery: a handler that logs and returns would otherwise see its fault for ever.
+inline void forward_signal(struct sigaction& previous, int signal, siginfo_t* info, void* context) noexcept {
+  if (runs_handler(previous)) {
+    const struct sigaction handler = previous;
+    if ((handler.sa_flags & SA_RESETHAND) != 0) {
+      previous.sa_flags = 0;
+      previous.sa_handler = SIG_DFL;
+    }
+    if ((handler.sa_flags & SA_SIGINFO) != 0) {
+      handler.sa_sigaction(signal, info, context);
+    } else {
+      handler.sa_handler(signal);
+    }
   } else {
     ::sigaction(signal, &previous, nullptr);
     if (info->si_code <= 0) ::raise(signal);
   }
 }
+
+// reheap's own handlers that report and then hand the signal on (the stale-pointer report of
+// checked builds) are transparent to a handler chained after them: this is the action `action`
+// hands on to if it is one of them, else null. Async-signal-safe.
+const struct sigaction* reheap_handler_hands_on_to(const struct sigaction& action) noexcept;
 
 // A bounded text of up to N - 1 bytes built in a signal handler: appends, silently cutting what
 // does not fit. It lives on the (signal) stack, so it is sized for what it holds.

@@ -17,16 +17,11 @@ namespace {
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 constexpr std::size_t kCount = sizeof kFatalSignals / sizeof kFatalSignals[0];
 
-// The action each signal had before ours, and what handing the signal on to it will do.
-struct Previous {
-  struct sigaction action;
-  // It ends the process: the default action, ignoring a fault (the kernel kills then), or a
-  // sanitizer's report. Else it is the program's own handler, which may repair the fault.
-  bool ends_process = false;
-  // The program's handler had SA_RESETHAND, and has run once: from now on, the default action.
-  std::atomic<bool> reset{false};
-};
-Previous g_previous[kCount];
+// The action each signal had before ours, and the sanitizer handler found at the end of its
+// chain when ours was installed (null if none): handing a signal on to that, or to the default
+// action, ends the process; to the program's own handler, maybe not.
+struct sigaction g_previous[kCount];
+const void* g_sanitizer[kCount] = {};
 std::atomic<bool> g_installed{false};
 // Bundles being written now, on any thread: the first thread to hand a signal on to the default
 // action would end the process under the others.
@@ -56,16 +51,36 @@ std::size_t index_of(int signal) noexcept {
   return 0;
 }
 
-// A sanitizer's handler reports the signal and ends the process.
-bool is_sanitizer_handler(const struct sigaction& action) noexcept {
-  const void* handler = (action.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<const void*>(action.sa_sigaction)
-                                                             : reinterpret_cast<const void*>(action.sa_handler);
+const void* handler_address(const struct sigaction& action) noexcept {
+  return (action.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<const void*>(action.sa_sigaction)
+                                             : reinterpret_cast<const void*>(action.sa_handler);
+}
+
+// The action a signal reaches after reheap's own reporting handlers (reheap/signal_chain.h).
+const struct sigaction& final_action(const struct sigaction& action) noexcept {
+  const struct sigaction* a = &action;
+  while (const struct sigaction* next = reheap_handler_hands_on_to(*a)) a = next;
+  return *a;
+}
+
+// A sanitizer's handler reports the signal and ends the process. At install time: dladdr is not
+// async-signal-safe.
+const void* sanitizer_handler(const struct sigaction& action) noexcept {
+  if (!runs_handler(action)) return nullptr;
   Dl_info where{};
-  if (::dladdr(handler, &where) == 0 || where.dli_fname == nullptr) return false;
+  if (::dladdr(handler_address(action), &where) == 0 || where.dli_fname == nullptr) return nullptr;
   for (const char* runtime : {"libasan", "libtsan", "libubsan", "liblsan", "libhwasan"}) {
-    if (std::strstr(where.dli_fname, runtime) != nullptr) return true;
+    if (std::strstr(where.dli_fname, runtime) != nullptr) return handler_address(action);
   }
-  return false;
+  return nullptr;
+}
+
+// Whether handing signal `i` on now ends the process: the default action (or ignoring a fault,
+// which the kernel then kills for), or a sanitizer's report, once past reheap's own reporters. An
+// SA_RESETHAND handler that has run is the default action by now (forward_signal).
+bool hand_on_ends_process(std::size_t i) noexcept {
+  const struct sigaction& action = final_action(g_previous[i]);
+  return !runs_handler(action) || handler_address(action) == g_sanitizer[i];
 }
 
 // Waits, up to two seconds, for bundles other threads are writing.
@@ -76,25 +91,11 @@ void wait_for_other_bundles() noexcept {
   }
 }
 
-void hand_on(Previous& previous, int signal, siginfo_t* info, void* context) noexcept {
-  if (previous.reset.load(std::memory_order_relaxed)) {
-    struct sigaction default_action {};
-    default_action.sa_handler = SIG_DFL;
-    sigemptyset(&default_action.sa_mask);
-    forward_signal(default_action, signal, info, context);
-    return;
-  }
-  // Called directly, the program's handler does not get what the kernel does on delivery for
-  // SA_RESETHAND: the next one reaches the default action, as it would have without us.
-  if ((previous.action.sa_flags & SA_RESETHAND) != 0) previous.reset.store(true, std::memory_order_relaxed);
-  forward_signal(previous.action, signal, info, context);
-}
-
 void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  Previous& previous = g_previous[index_of(signal)];
+  const std::size_t i = index_of(signal);
   FatalSignalWitness* const witness = t_witness;
-  const bool ends_process = previous.ends_process || previous.reset.load(std::memory_order_relaxed);
+  const bool ends_process = hand_on_ends_process(i);
   if (witness != nullptr && !t_in_handler) {
     const Fault fault{signal, info->si_addr, witness, witness->fatal_event()};
     const bool came_back = t_handed_on == fault;
@@ -118,7 +119,7 @@ void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   }
   errno = saved_errno;
   if (ends_process) wait_for_other_bundles();
-  hand_on(previous, signal, info, context);
+  forward_signal(g_previous[i], signal, info, context);
 }
 
 // The alternate stack of a thread that had none, unmapped when the thread ends.
@@ -144,12 +145,8 @@ void install_fatal_signal_handlers() noexcept {
     action.sa_sigaction = on_fatal_signal;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&action.sa_mask);
-    ::sigaction(kFatalSignals[i], &action, &g_previous[i].action);
-    const struct sigaction& before = g_previous[i].action;
-    const bool handler = (before.sa_flags & SA_SIGINFO) != 0
-                             ? before.sa_sigaction != nullptr
-                             : before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN;
-    g_previous[i].ends_process = !handler || is_sanitizer_handler(before);
+    ::sigaction(kFatalSignals[i], &action, &g_previous[i]);
+    g_sanitizer[i] = sanitizer_handler(final_action(g_previous[i]));
   }
 }
 
