@@ -49,11 +49,9 @@ void report(RuntimeImpl& rt, Cell* c, const ReactorFailed& failure) {
   }
 }
 
-}  // namespace
 
-void handle_failure(Worker& w, Cell* c) {
-  HeapScope system(nullptr);
-  RuntimeImpl& rt = w.runtime();
+// The report of c's failure, before its outcome is known.
+ReactorFailed failure_of(const Cell* c) {
   ReactorFailed failure;
   failure.reactor = c->ref();
   failure.name = c->options.name;
@@ -61,6 +59,15 @@ void handle_failure(Worker& w, Cell* c) {
   failure.handler = c->supervision.hook;
   failure.kind = static_cast<std::uint8_t>(c->supervision.kind);
   failure.restarts = c->stats.restarts;
+  return failure;
+}
+
+}  // namespace
+
+void handle_failure(Worker& w, Cell* c) {
+  HeapScope system(nullptr);
+  RuntimeImpl& rt = w.runtime();
+  ReactorFailed failure = failure_of(c);
 
   if (c->options.policy == SupervisionPolicy::kRestart && may_restart(c)) {
     try {
@@ -92,13 +99,7 @@ void handle_failure(Worker& w, Cell* c) {
 
 void report_stop_failure(Worker& w, Cell* c) {
   HeapScope system(nullptr);
-  ReactorFailed failure;
-  failure.reactor = c->ref();
-  failure.name = c->options.name;
-  failure.what = c->supervision.what;
-  failure.handler = c->supervision.hook;
-  failure.kind = static_cast<std::uint8_t>(c->supervision.kind);
-  failure.restarts = c->stats.restarts;
+  ReactorFailed failure = failure_of(c);
   failure.action = static_cast<std::uint8_t>(FailureAction::kStopped);
   report(w.runtime(), c, failure);
 }

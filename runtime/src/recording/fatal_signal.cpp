@@ -40,9 +40,16 @@ struct Fault {
   bool operator==(const Fault&) const = default;
 };
 __attribute__((tls_model("initial-exec"))) thread_local Fault t_handed_on;
-// The last fault this thread wrote a bundle for: a program handler that keeps returning without
-// repairing it brings it back for ever, and one bundle says it all.
-__attribute__((tls_model("initial-exec"))) thread_local Fault t_bundled;
+// The event this thread last wrote a bundle for. One per event: a program handler that keeps
+// returning without repairing a fault brings it back for ever, and a sanitizer that reports the
+// fault may then abort() (abort_on_error), a second signal in the same event; the log's last
+// block was sealed and written already, and writing it twice would break the log.
+struct Bundled {
+  const FatalSignalWitness* witness = nullptr;
+  std::uint64_t event = 0;
+  bool operator==(const Bundled&) const = default;
+};
+__attribute__((tls_model("initial-exec"))) thread_local Bundled t_bundled;
 
 std::size_t index_of(int signal) noexcept {
   for (std::size_t i = 0; i < kCount; ++i) {
@@ -99,7 +106,7 @@ void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   if (witness != nullptr && !t_in_handler) {
     const Fault fault{signal, info->si_addr, witness, witness->fatal_event()};
     const bool came_back = t_handed_on == fault;
-    if (t_bundled == fault) {
+    if (t_bundled == Bundled{fault.witness, fault.event}) {
       // Written already; only hand on.
     } else if (ends_process || came_back) {
       // A crash: a fault (re-)raised here would end the process (a program handler that let the
@@ -109,7 +116,7 @@ void on_fatal_signal(int signal, siginfo_t* info, void* context) {
       g_writing.fetch_add(1, std::memory_order_acq_rel);
       witness->on_fatal_signal(signal, *info);
       g_writing.fetch_sub(1, std::memory_order_acq_rel);
-      t_bundled = fault;
+      t_bundled = Bundled{fault.witness, fault.event};
       t_in_handler = false;  // a previous handler may still recover (siglongjmp) and go on
     } else {
       // The program's own handler first: it may repair the fault (map a guard page) and return,
