@@ -1,7 +1,7 @@
 // Carving fixed-size blocks out of class lanes: the slow path behind an empty free list.
 //
-// A class carves its lanes in order: group 0..31 of its current chunk, then the next class chunk
-// of the heap (taking a new one from the zone when there is none). Inside a lane it bumps a
+// A class carves its lanes in order: lanes 0..31 of its current chunk (layout.h: the first in the
+// chunk's group 0, the rest in one range), then the next class chunk of the heap (taking a new one from the zone when there is none). Inside a lane it bumps a
 // cursor through a committed window that grows a page at a time, so the heap's committed bytes
 // (and its limit) follow the pages actually touched, and an idle heap stays a few pages. A class
 // that has already carved kWholeLaneAfter bytes commits each new lane whole instead, in one
@@ -16,8 +16,7 @@ namespace reheap::detail {
 namespace {
 
 char* lane_start(const ClassCursor& k, unsigned cls) noexcept {
-  return reinterpret_cast<char*>(chunk_of(k.chunk, true) + k.group * kGroupSize +
-                                 cls * kLaneSize);
+  return reinterpret_cast<char*>(chunk_of(k.chunk, true) + lane_offset(cls, k.lane));
 }
 
 // Past this many bytes carved, a class's next lanes are committed whole (8 lanes: the zero pages
@@ -79,14 +78,14 @@ REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
     // The lane is used up (or the class never carved): move to the next lane.
     if (k.chunk == nullptr) {
       k.chunk = h->class_head;
-      k.group = 0;
-    } else if (k.group + 1 < kGroupsPerChunk) {
-      ++k.group;
+      k.lane = 0;
+    } else if (k.lane + 1 < kLanesPerClassChunk) {
+      ++k.lane;
     } else {
       ChunkHeader* next = k.chunk->next != nullptr ? k.chunk->next : add_class_chunk(h, cls);
       if (next == nullptr) return nullptr;
       k.chunk = next;
-      k.group = 0;
+      k.lane = 0;
     }
     k.cur = k.limit = lane_start(k, cls);
     commit_whole_lane(h, cls);
@@ -106,12 +105,12 @@ REHEAP_SLOW_PATH void* carve_block(HeapState* h, unsigned cls) noexcept {
 }
 
 // The checked build's record of which blocks are free: one bit per 8 bytes of each class lane,
-// in the group's shadow lane (which no block ever occupies).
+// where layout.h's shadow_offset puts them (lanes no block ever occupies).
 namespace {
 
-// The bytes of class `cls`'s bits in the shadow lane of the group at `group`.
-unsigned char* shadow_of_lane(std::uintptr_t group, unsigned cls) noexcept {
-  return reinterpret_cast<unsigned char*>(group + kShadowLane * kLaneSize) + cls * (kLaneSize / 64);
+// The bytes of the bits of the lane starting at `lane`.
+unsigned char* shadow_of_lane(std::uintptr_t lane) noexcept {
+  return reinterpret_cast<unsigned char*>(align_down(lane, kChunkSize) + shadow_offset(lane));
 }
 
 struct ShadowBit {
@@ -121,9 +120,8 @@ struct ShadowBit {
 
 ShadowBit shadow_bit(const void* p) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t group = align_down(a, kGroupSize);
-  const std::size_t bit = lane_index(a) * (kLaneSize / 8) + ((a & (kLaneSize - 1)) >> 3);
-  auto* words = reinterpret_cast<std::uint64_t*>(group + kShadowLane * kLaneSize);
+  const std::size_t bit = (a & (kLaneSize - 1)) >> 3;
+  auto* words = reinterpret_cast<std::uint64_t*>(shadow_of_lane(a));
   return {words + bit / 64, std::uint64_t{1} << (bit % 64)};
 }
 
@@ -142,17 +140,16 @@ void reset_idle_class(HeapState* h, unsigned cls) noexcept {
   const std::size_t whole_lane = whole_lane_bytes(cls);
   std::size_t released = 0;
   for (ChunkHeader* c = h->class_head; c != nullptr && c->ordinal <= k.chunk->ordinal; c = c->next) {
-    const std::uint32_t groups = c == k.chunk ? k.group + 1 : kGroupsPerChunk;
-    for (std::uint32_t g = 0; g < groups; ++g) {
-      const std::uintptr_t group = chunk_of(c, true) + g * kGroupSize;
-      const std::uintptr_t lane = group + cls * kLaneSize;
+    const std::uint32_t lanes = c == k.chunk ? k.lane + 1 : kLanesPerClassChunk;
+    for (std::uint32_t n = 0; n < lanes; ++n) {
+      const std::uintptr_t lane = chunk_of(c, true) + lane_offset(cls, n);
       const std::size_t bytes =
-          c == k.chunk && g == k.group ? static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.limit) - lane)
-                                       : whole_lane;
+          c == k.chunk && n == k.lane ? static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.limit) - lane)
+                                      : whole_lane;
       if (bytes == 0) continue;
       if (os::discard(lane, bytes) == 0) ++h->madvise_calls;
       REHEAP_UNPOISON(reinterpret_cast<void*>(lane), bytes);
-      if constexpr (kChecks) std::memset(shadow_of_lane(group, cls), 0, kLaneSize / 64);
+      if constexpr (kChecks) std::memset(shadow_of_lane(lane), 0, kShadowPerLane);
       released += bytes;
     }
   }
@@ -191,13 +188,13 @@ REHEAP_SLOW_PATH void check_class_free(HeapState* h, void* p, unsigned cls) noex
   const std::size_t offset = a & (kLaneSize - 1);
   const ClassCursor& k = h->cursor[cls];
   const ChunkHeader* chunk = class_header(ZoneImpl::chunk_base(a));
-  const auto group = static_cast<std::uint32_t>((a >> kGroupShift) & (kGroupsPerChunk - 1));
-  // Carved means before the cursor in (chunk ordinal, group, address) order.
+  const unsigned lane = lane_number(a);
+  // Carved means before the cursor in (chunk ordinal, lane number, address) order.
   bool carved = k.chunk != nullptr &&
                 (chunk->ordinal < k.chunk->ordinal ||
                  (chunk->ordinal == k.chunk->ordinal &&
-                  (group < k.group || (group == k.group && p < k.cur))));
-  if (offset % size != 0 || offset + size > kLaneSize || !carved) {
+                  (lane < k.lane || (lane == k.lane && p < k.cur))));
+  if (offset % size != 0 || offset + size > kLaneSize || lane >= kLanesPerClassChunk || !carved) {
     report_misuse(Misuse::kNeverHandedOut, p, h->id, h->id);
   }
   ShadowBit s = shadow_bit(p);

@@ -197,7 +197,9 @@ void Heap::deallocate(void* p) noexcept {
 std::size_t Heap::usable_size(const void* p) const noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   if (p == nullptr || !owns(p)) return 0;
-  if (detail::is_own_class_block(state(this), a)) return kClassSize[detail::lane_index(a)];
+  if (const unsigned cls = detail::class_of_address(a); detail::is_own_class_block(state(this), a, cls)) {
+    return kClassSize[cls];
+  }
   if (a - detail::g_zone.base.load(std::memory_order_relaxed) <
       detail::g_zone.class_span.load(std::memory_order_relaxed)) {
     return 0;
@@ -224,7 +226,7 @@ void* Heap::reallocate(void* p, std::size_t new_size) noexcept {
     }
     return nullptr;
   }
-  if (detail::is_own_class_block(h, reinterpret_cast<std::uintptr_t>(p))) {
+  if (const auto a = reinterpret_cast<std::uintptr_t>(p); detail::is_own_class_block(h, a, detail::class_of_address(a))) {
     if (new_size <= old_size) return p;
   } else if (void* q = detail::realloc_pages(h, p, new_size)) {
     return q;

@@ -18,8 +18,8 @@ namespace reheap {
 namespace detail {
 namespace {
 
-// The checked build's free bitmap of a group: one bit per 8 bytes of each class lane.
-constexpr std::size_t kShadowBytes = align_up(kNumClasses * (kLaneSize / 64), kPageSize);
+// The checked build's free bitmap of a group's lanes (layout.h, shadow_offset).
+constexpr std::size_t kShadowBytes = kLanesPerGroup * kShadowPerLane;
 
 struct Settings {
   std::atomic<std::size_t> heaps;
@@ -34,7 +34,7 @@ constinit Settings g_settings{kChecks ? 0 : HeapCacheConfig{}.heaps, HeapCacheCo
 // What a cached chunk keeps of its old heap, written where that heap's state was.
 struct CachedHeap {
   HeapId old_id;
-  std::uint32_t groups;  // groups of the chunk carved in (checked builds clear their shadow lanes)
+  std::uint32_t groups;  // bit g: group g was carved in (checked builds clear its shadow lane)
   std::uint32_t dirty_end[kNumClasses];
 };
 static_assert(sizeof(CachedHeap) <= sizeof(HeapState));
@@ -64,14 +64,18 @@ std::size_t release_oldest(std::size_t keep_heaps, std::size_t keep_bytes) noexc
   }
 }
 
-// The committed bytes of class `cls`'s lanes in a first chunk, from the lane of group 0 up to
-// `end` (an offset from the chunk, inside one of the class's lanes or at its end).
+// The committed bytes of class `cls`'s lanes in a first chunk, from its lane 0 up to `end` (an
+// offset from the chunk, inside one of the class's lanes or at the end of its blocks).
 std::size_t lane_bytes_below(unsigned cls, std::size_t end) noexcept {
   if (end == 0) return 0;
-  const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
-  const std::size_t group = (end - cls * kLaneSize) / kGroupSize;
-  const std::size_t in_lane = end - group * kGroupSize - cls * kLaneSize;
-  return group * whole_lane + align_up(in_lane, kPageSize);
+  const unsigned lane = lane_number(end - 1);
+  const std::size_t in_lane = end - lane_offset(cls, lane);
+  return lane * whole_lane_bytes(cls) + align_up(in_lane, kPageSize);
+}
+
+// The groups holding class `cls`'s lanes 0..last, as a mask.
+std::uint32_t groups_of_lanes(unsigned cls, std::uint32_t last) noexcept {
+  return last == 0 ? 1u : 1u | (1u << group_index(lane_offset(cls, 1)));
 }
 
 // Committed pages of the first class chunk of `h`, and what the record says of it.
@@ -91,17 +95,17 @@ std::size_t first_chunk_bytes(const HeapState* h, CachedHeap* record) noexcept {
     if (k.chunk == nullptr && older == 0) continue;  // most classes: never carved, nothing left
     std::size_t dirty = older;
     std::size_t committed = older != 0 ? lane_bytes_below(cls, older) : 0;
-    const std::size_t whole_lane = align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
+    const std::size_t whole_lane = whole_lane_bytes(cls);
     if (k.chunk == first) {
-      const std::uintptr_t lane = base + k.group * kGroupSize + cls * kLaneSize;
+      const std::uintptr_t lane = base + lane_offset(cls, k.lane);
       const auto limit = reinterpret_cast<std::uintptr_t>(k.limit);
       dirty = std::max(dirty, static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(k.cur) - base));
-      committed = std::max(committed, k.group * whole_lane + (limit - lane));
-      record->groups = std::max(record->groups, k.group + 1);
+      committed = std::max(committed, k.lane * whole_lane + (limit - lane));
+      record->groups |= groups_of_lanes(cls, k.lane);
     } else if (k.chunk != nullptr) {
-      dirty = (kGroupsPerChunk - 1) * kGroupSize + cls * kLaneSize + whole_lane;
-      committed = kGroupsPerChunk * whole_lane;
-      record->groups = kGroupsPerChunk;
+      dirty = lane_offset(cls, kLanesPerClassChunk - 1) + whole_lane;
+      committed = kLanesPerClassChunk * whole_lane;
+      record->groups |= groups_of_lanes(cls, kLanesPerClassChunk - 1);
     }
     record->dirty_end[cls] = static_cast<std::uint32_t>(dirty);
     bytes += committed;
@@ -202,8 +206,9 @@ HeapState* reuse_cached_heap() noexcept {
   std::memset(state, 0, sizeof record);
   if constexpr (kChecks) {
     // The free bitmaps are read whole by a snapshot: none of the old heap's bits may remain.
-    for (std::uint32_t g = 0; g < record.groups; ++g) {
-      std::memset(reinterpret_cast<void*>(chunk + g * kGroupSize + kShadowLane * kLaneSize), 0, kShadowBytes);
+    for (std::uint32_t groups = record.groups; groups != 0; groups &= groups - 1) {
+      const auto g = static_cast<unsigned>(std::countr_zero(groups));
+      std::memset(reinterpret_cast<void*>(chunk + shadow_offset(g * kGroupSize)), 0, kShadowBytes);
     }
   }
   auto* h = std::launder(static_cast<HeapState*>(state));

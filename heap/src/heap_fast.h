@@ -69,19 +69,18 @@ REHEAP_FAST_PATH void* heap_alloc(HeapState* h, std::size_t size) noexcept {
   return alloc_slow(h, size, alignof(std::max_align_t));
 }
 
-// True if `p` is a class block of a chunk owned by `h`; its class is then lane_index(p).
-REHEAP_FAST_PATH bool is_own_class_block(const HeapState* h, std::uintptr_t a) noexcept {
+// True if `a`, whose class_of_address is `cls`, is a class block of a chunk owned by `h`.
+REHEAP_FAST_PATH bool is_own_class_block(const HeapState* h, std::uintptr_t a, unsigned cls) noexcept {
   const std::uintptr_t off = a - g_zone.base.load(std::memory_order_relaxed);
-  return off < g_zone.class_span.load(std::memory_order_relaxed) &&
-         lane_index(a) < kNumClasses &&
+  return off < g_zone.class_span.load(std::memory_order_relaxed) && cls < kNumClasses &&
          g_zone.owners.load(std::memory_order_relaxed)[off >> kChunkShift].load(
              std::memory_order_relaxed) == h->id;
 }
 
 REHEAP_FAST_PATH void heap_free(HeapState* h, void* p) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
-  if (is_own_class_block(h, a)) [[likely]] {
-    const auto cls = static_cast<unsigned>(lane_index(a));
+  const unsigned cls = class_of_address(a);
+  if (is_own_class_block(h, a, cls)) [[likely]] {
     if constexpr (kChecks) check_class_free(h, p, cls);
     void* const head = h->free[cls];
     // The one check release builds afford: freeing the block freed last of its class again (the

@@ -8,7 +8,7 @@
 //     first chunk.
 //   - free[c] is a singly linked list through the first word of free blocks of class c.
 //   - cursor[c] is where class c carves its next block: blocks are carved in lane order
-//     (chunk ordinal, group, offset), so "carved" is exactly "before the cursor".
+//     (chunk ordinal, lane number, offset), so "carved" is exactly "before the cursor".
 //   - Large chunks: page_table[p] describes the run starting (kRunHead) or ending at page p;
 //     entries inside a run are stale and never read. A free run is also linked in bins[].
 //   - Huge runs whose retained_seq is not 0 hold no live block: freed, kept for reuse
@@ -62,7 +62,7 @@ struct ClassCursor {
   char* cur = nullptr;    // next block to carve
   char* limit = nullptr;  // end of the committed window in the current lane
   ChunkHeader* chunk = nullptr;
-  std::uint32_t group = 0;
+  std::uint32_t lane = 0;  // the lane's number among the class's lanes of `chunk` (layout.h)
   std::uint64_t carved = 0;  // blocks ever carved
 };
 
@@ -128,8 +128,8 @@ struct HeapState : Heap {
 // An idle heap's metadata is one page: chunk header and state together.
 static_assert(sizeof(ChunkHeader) <= 64 && 64 + sizeof(HeapState) <= kPageSize);
 
-// The purge map: for each class chunk, by ordinal, one word per class whose bit g says that the
-// class's lane in group g is purged. It fills the first chunk's header lane after the state's
+// The purge map: for each class chunk, by ordinal, one word per class whose bit n says that the
+// class's lane number n there is purged. It fills the first chunk's header lane after the state's
 // page, so a heap whose lanes were never purged never touches it; chunks past kPurgeMapChunks
 // (about 1.4 GiB of one class) keep their lanes.
 struct LanePurgeMap {
@@ -138,7 +138,7 @@ struct LanePurgeMap {
 inline constexpr std::size_t kPurgeMapOffset = kPageSize;  // in the first chunk's header lane
 inline constexpr std::uint32_t kPurgeMapChunks = (kLaneSize - kPurgeMapOffset) / sizeof(LanePurgeMap);
 inline constexpr std::uint32_t kPurgeMapMaxPages = (kLaneSize - kPurgeMapOffset) / kPageSize;
-static_assert(kGroupsPerChunk <= 32, "a purge map word holds one bit per group");
+static_assert(kLanesPerClassChunk <= 32, "a purge map word holds one bit per lane");
 
 inline HeapState* state(Heap* h) noexcept { return static_cast<HeapState*>(h); }
 inline const HeapState* state(const Heap* h) noexcept { return static_cast<const HeapState*>(h); }

@@ -23,10 +23,10 @@
 namespace reheap::detail {
 namespace {
 
-// A class block's lane, numbered in its class's carving order: chunk ordinal, then group.
-std::uint64_t lane_number(std::uintptr_t a) noexcept {
+// A class block's lane, numbered in its class's carving order: chunk ordinal, then lane number.
+std::uint64_t heap_lane_number(std::uintptr_t a) noexcept {
   const ChunkHeader* chunk = class_header(ZoneImpl::chunk_base(a));
-  return std::uint64_t{chunk->ordinal} * kGroupsPerChunk + ((a >> kGroupShift) & (kGroupsPerChunk - 1));
+  return std::uint64_t{chunk->ordinal} * kLanesPerClassChunk + lane_number(a);
 }
 
 // Makes sure the purge map's entry for `ordinal` lies in pages the heap counts as committed.
@@ -46,8 +46,8 @@ std::size_t purge_class(HeapState* h, unsigned cls, ChunkHeader* const* chunks, 
   if (k.chunk == nullptr) return 0;
   const std::size_t per_lane = kLaneSize / kClassSize[cls];
   // Lanes behind the cursor's, and only those the map can mark.
-  std::uint64_t lanes = std::uint64_t{k.chunk->ordinal} * kGroupsPerChunk + k.group;
-  if (lanes > std::uint64_t{kPurgeMapChunks} * kGroupsPerChunk) lanes = std::uint64_t{kPurgeMapChunks} * kGroupsPerChunk;
+  std::uint64_t lanes = std::uint64_t{k.chunk->ordinal} * kLanesPerClassChunk + k.lane;
+  if (lanes > std::uint64_t{kPurgeMapChunks} * kLanesPerClassChunk) lanes = std::uint64_t{kPurgeMapChunks} * kLanesPerClassChunk;
   if (lanes == 0 || h->free[cls] == nullptr) return 0;
   // Counted outside the heap: calloc is the system allocator's, whatever heap is current.
   auto* free_in = static_cast<std::uint32_t*>(std::calloc(lanes, sizeof(std::uint32_t)));
@@ -63,7 +63,7 @@ std::size_t purge_class(HeapState* h, unsigned cls, ChunkHeader* const* chunks, 
       std::free(free_in);
       return 0;
     }
-    const std::uint64_t lane = lane_number(reinterpret_cast<std::uintptr_t>(p));
+    const std::uint64_t lane = heap_lane_number(reinterpret_cast<std::uintptr_t>(p));
     if (lane < lanes && ++free_in[lane] == per_lane) ++whole;
   }
   if (whole == 0) {
@@ -74,7 +74,7 @@ std::size_t purge_class(HeapState* h, unsigned cls, ChunkHeader* const* chunks, 
   void** link = &h->free[cls];
   while (*link != nullptr) {
     void* p = *link;
-    const std::uint64_t lane = lane_number(reinterpret_cast<std::uintptr_t>(p));
+    const std::uint64_t lane = heap_lane_number(reinterpret_cast<std::uintptr_t>(p));
     if (lane < lanes && free_in[lane] == per_lane) {
       *link = *static_cast<void**>(p);
     } else {
@@ -85,9 +85,9 @@ std::size_t purge_class(HeapState* h, unsigned cls, ChunkHeader* const* chunks, 
   LanePurgeMap* map = purge_map(h);
   for (std::uint64_t lane = 0; lane < lanes; ++lane) {
     if (free_in[lane] != per_lane) continue;
-    const auto ordinal = static_cast<std::uint32_t>(lane / kGroupsPerChunk);
-    const auto group = static_cast<std::uint32_t>(lane % kGroupsPerChunk);
-    const std::uintptr_t start = chunk_of(chunks[ordinal], true) + group * kGroupSize + cls * kLaneSize;
+    const auto ordinal = static_cast<std::uint32_t>(lane / kLanesPerClassChunk);
+    const auto number = static_cast<std::uint32_t>(lane % kLanesPerClassChunk);
+    const std::uintptr_t start = chunk_of(chunks[ordinal], true) + lane_offset(cls, number);
     if (os::discard(start, bytes) != 0) {
       fatal("madvise(MADV_DONTNEED) of heap %llu's free lane at %#lx failed",
             static_cast<unsigned long long>(h->id), static_cast<unsigned long>(start));
@@ -97,7 +97,7 @@ std::size_t purge_class(HeapState* h, unsigned cls, ChunkHeader* const* chunks, 
     REHEAP_UNPOISON(reinterpret_cast<void*>(start), bytes);
     ++*calls;
     commit_map_entry(h, ordinal);
-    map[ordinal].lanes[cls] |= std::uint32_t{1} << group;
+    map[ordinal].lanes[cls] |= std::uint32_t{1} << number;
   }
   std::free(free_in);
   h->purged_lanes[cls] += static_cast<std::uint32_t>(whole);
@@ -132,14 +132,14 @@ void* revive_purged_lane(HeapState* h, unsigned cls) noexcept {
   // at a time, with the reclaim and the failure count of a real refusal), rather than count a
   // refusal for an allocation that may still succeed.
   if (!charge(h, bytes, Charge::kAttempt)) return nullptr;
-  const auto group = static_cast<std::uint32_t>(std::countr_zero(map[c->ordinal].lanes[cls]));
-  map[c->ordinal].lanes[cls] &= ~(std::uint32_t{1} << group);
+  const auto number = static_cast<std::uint32_t>(std::countr_zero(map[c->ordinal].lanes[cls]));
+  map[c->ordinal].lanes[cls] &= ~(std::uint32_t{1} << number);
   --h->purged_lanes[cls];
   // The lane's blocks in address order, the first handed out: the list is empty (carving runs
   // only then), so the rest becomes the whole list.
   const std::size_t size = kClassSize[cls];
   const std::size_t per_lane = kLaneSize / size;
-  char* const lane = reinterpret_cast<char*>(chunk_of(c, true) + group * kGroupSize + cls * kLaneSize);
+  char* const lane = reinterpret_cast<char*>(chunk_of(c, true) + lane_offset(cls, number));
   void* next = h->free[cls];
   for (std::size_t i = per_lane; i-- > 1;) {
     char* block = lane + i * size;

@@ -189,6 +189,13 @@ std::vector<Forgery> forgeries() {
   // Class cursors and free lists.
   f.push_back({"free list into another chunk's header", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], address(s.second_class)); }, SnapshotErrc::kCorrupt, "free block"});
   f.push_back({"free list into another class's lane", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], g.peek(&s.st->free[s.small_class]) + detail::kLaneSize); }, SnapshotErrc::kCorrupt, "free block"});
+  // The 16 KiB class carves in the second chunk, so the whole first chunk is behind its cursor:
+  // only the lane count tells the slot after its 31st lane (in its own group) from a lane.
+  f.push_back({"free list into the slot past a class's last lane of a chunk", [](Forger& g, S s) {
+    const unsigned c = size_class(16384);
+    g.poke(&s.st->free[c], detail::chunk_of(s.first_class, true) +
+                               detail::lane_offset(c, detail::kLanesPerClassChunk - 1) + detail::kLaneSize);
+  }, SnapshotErrc::kCorrupt, "not a carved block"});
   f.push_back({"free list misaligned", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], address(s.free_small) + 8); }, SnapshotErrc::kCorrupt, "free block"});
   f.push_back({"free list beyond the cursor", [](Forger& g, S s) { g.poke(&s.st->free[s.small_class], g.peek(&s.st->cursor[s.small_class].cur)); }, SnapshotErrc::kCorrupt, "carved"});
   f.push_back({"free list cycle", [](Forger& g, S s) { g.poke(address(s.free_small_next), address(s.free_small)); }, SnapshotErrc::kCorrupt, "cycle"});
@@ -207,7 +214,7 @@ std::vector<Forgery> forgeries() {
   f.push_back({"cursor past its lane", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].cur, g.peek(&s.st->cursor[s.small_class].cur) + (1 << 20)); }, SnapshotErrc::kCorrupt, "cursor"});
   f.push_back({"cursor limit past its lane", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].limit, g.peek(&s.st->cursor[s.small_class].limit) + (1 << 16)); }, SnapshotErrc::kCorrupt, "cursor"});
   f.push_back({"cursor in an unlisted chunk", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].chunk, unlisted_chunk()); }, SnapshotErrc::kCorrupt, "cursor"});
-  f.push_back({"cursor group", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].group, 40); }, SnapshotErrc::kCorrupt, "group"});
+  f.push_back({"cursor lane", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].lane, 40); }, SnapshotErrc::kCorrupt, "lane number"});
   f.push_back({"carved count", [](Forger& g, S s) { g.poke(&s.st->cursor[s.small_class].carved, 1u << 30); }, SnapshotErrc::kCorrupt, "carved"});
   f.push_back({"blocks of a class without a cursor", [](Forger& g, S s) { g.poke(&s.st->free[0], address(s.free_small)); }, SnapshotErrc::kCorrupt, "without a cursor"});
   // Chunk headers.

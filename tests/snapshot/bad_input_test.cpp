@@ -153,7 +153,7 @@ TEST_F(SnapshotBadInput, WrongMagicIsNotASnapshot) {
 }
 
 TEST_F(SnapshotBadInput, UnknownVersionIsUnsupported) {
-  for (std::uint64_t version : {0ull, 2ull, 0xFFFFFFFFull}) {
+  for (std::uint64_t version : {0ull, 1ull, 3ull, 0xFFFFFFFFull}) {
     Bytes bytes = good_bytes_;
     store_le(bytes, 8, 4, version);
     const Outcome o = expect_refused(bytes, {SnapshotErrc::kUnsupportedVersion},

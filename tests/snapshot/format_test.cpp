@@ -36,7 +36,7 @@ TEST(SnapshotFormat, FileIsLaidOutAsDocumented) {
   const Bytes b = read_bytes(dir / "f.snap");
   ASSERT_GE(b.size(), kPreambleBytes);
   EXPECT_EQ(std::memcmp(b.data(), "REHEAPSN", 8), 0);
-  EXPECT_EQ(load_le(b, 8, 4), 1u) << "format version";
+  EXPECT_EQ(load_le(b, 8, 4), 2u) << "format version";
   const SnapshotFile f = decode(b, kPage);
   ASSERT_EQ(f.error, "");
   EXPECT_LE(f.header_length, 16u << 20);
@@ -81,7 +81,7 @@ TEST(SnapshotFormat, HeaderDescribesTheHeapAndTheProcess) {
   const SnapshotInfo info = Snapshotter(*heap).save(dir / "h.snap");
   const SnapshotHeader h = verify_snapshot(dir / "h.snap");
   const ZoneStats zone = Zone::stats();
-  EXPECT_EQ(h.format_version, 1u);
+  EXPECT_EQ(h.format_version, 2u);
   EXPECT_EQ(h.kind, SnapshotKind::kFull);
   EXPECT_EQ(h.id, info.id);
   EXPECT_NE(h.id, 0u);

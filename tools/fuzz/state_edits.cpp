@@ -148,7 +148,9 @@ const char* region_of(const Geometry& g, std::uint64_t address) {
       if (off >= header && off < header + g.page_size) {
         return c->index == g.first_chunk() && off >= header + Geometry::kStateOffset ? "heap state" : "class chunk header";
       }
-      return (off / Geometry::kLaneSize) % 32 < Geometry::kHeaderLane ? "class block" : "class chunk side lane";
+      const std::uint64_t group = off / (32 * Geometry::kLaneSize), slot = (off / Geometry::kLaneSize) % 32;
+      const bool block = group == 0 ? slot < Geometry::kHeaderLane : group <= Geometry::kHeaderLane && slot < 31;
+      return block ? "class block" : "class chunk side lane";
     }
     case kUseLarge:
       if (off < g.page_size) return "large chunk header";

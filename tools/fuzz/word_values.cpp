@@ -7,7 +7,12 @@ namespace reheap_fuzz {
 namespace {
 
 constexpr std::uint64_t kGroupSize = std::uint64_t{2} << 20;  // 32 lanes of 64 KiB
-constexpr std::uint64_t kClassLanes = 21;                       // lanes 0..20 hold blocks
+constexpr std::uint64_t kClasses = 21;
+
+// Lane n of class c (heap/src/layout.h): group 0's lane c, else group c + 1's lane n - 1.
+std::uint64_t class_lane(std::uint64_t c, std::uint64_t n) {
+  return n == 0 ? c * Geometry::kLaneSize : (c + 1) * kGroupSize + (n - 1) * Geometry::kLaneSize;
+}
 
 // An offset inside a chunk that the allocator gives meaning to.
 std::uint64_t chunk_offset(const Geometry& g, FuzzRng& rng, const ChunkEntry* c) {
@@ -18,7 +23,7 @@ std::uint64_t chunk_offset(const Geometry& g, FuzzRng& rng, const ChunkEntry* c)
     case 2: return header + Geometry::kStateOffset;          // where a first chunk keeps the state
     case 3: return header + 8 * rng.below(64);               // a field of the header or the state
     case 4: return g.page_size * rng.below(g.chunk_size / g.page_size);  // a page
-    case 5: return kGroupSize * rng.below(32) + Geometry::kLaneSize * rng.below(kClassLanes);  // a lane
+    case 5: return class_lane(rng.below(kClasses), rng.below(32));  // a lane
     default: return rng.chance(50) ? g.chunk_size - 8 : g.chunk_size;  // its last word; one past
   }
 }

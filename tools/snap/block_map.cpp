@@ -71,26 +71,26 @@ BlockInfo BlockMap::locate(std::uintptr_t address) {
 }
 
 BlockInfo BlockMap::in_class_chunk(std::uintptr_t chunk, std::uintptr_t address) const {
-  const std::uintptr_t offset = address - chunk;
-  const auto group = static_cast<std::uint32_t>(offset >> d::kGroupShift);
-  const auto lane = static_cast<unsigned>(d::lane_index(address));
+  const unsigned group = d::group_index(address - chunk);
+  const unsigned slot = d::lane_slot(address);
+  const unsigned cls = d::class_of_address(address);
   const std::uintptr_t lane_base = d::align_down(address, d::kLaneSize);
   const std::uintptr_t in_lane = address - lane_base;
-  if (lane < kNumClasses) {
-    const std::uint64_t size = kClassSize[lane];
+  if (cls < kNumClasses) {
+    const std::uint64_t size = kClassSize[cls];
     const std::uint64_t k = in_lane / size;
     if ((k + 1) * size > d::kLaneSize) {
-      return unattributed("slack after the last block of a class " + std::to_string(lane) +
+      return unattributed("slack after the last block of a class " + std::to_string(cls) +
                           " lane");
     }
     BlockInfo info;
     info.kind = BlockKind::kClassBlock;
     info.address = lane_base + k * size;
     info.size = size;
-    info.size_class = lane;
+    info.size_class = cls;
     return info;
   }
-  if (lane == d::kHeaderLane && group == 0) {
+  if (slot == d::kHeaderLane && group == 0) {
     if (in_lane < sizeof(d::ChunkHeader)) {
       return metadata(lane_base, sizeof(d::ChunkHeader), "class chunk header");
     }
@@ -102,9 +102,8 @@ BlockInfo BlockMap::in_class_chunk(std::uintptr_t chunk, std::uintptr_t address)
     }
     return unattributed("unused bytes of the header lane");
   }
-  if (lane == d::kShadowLane && header_.checked_build) {
-    return metadata(lane_base, d::kLaneSize,
-                    "free-block shadow of group " + std::to_string(group));
+  if (header_.checked_build && ((group == 0 && slot == d::kShadowLane) || group == d::kShadowGroup)) {
+    return metadata(lane_base, d::kLaneSize, "free-block shadow");
   }
   return unattributed("a lane no allocator structure uses");
 }

@@ -151,16 +151,17 @@ void read_snapshot_bytes(const std::filesystem::path& file, std::uintptr_t addre
     }
     newest = reader.header();
   }
-  // What lies outside the heap's chunks is not the heap's.
-  std::vector<bool> owned(size, false);
+  // What lies outside the heap's chunks is not the heap's: zero the gaps between the overlaps of
+  // its chunks (listed by rising index, so the overlaps come in address order).
+  std::uintptr_t kept_to = 0;
   for (const SnapshotChunk& c : newest.chunks) {
     const std::uintptr_t from = newest.zone_base + std::uintptr_t{c.index} * newest.chunk_size;
     const Overlap o = overlap(address, size, from, from + newest.chunk_size);
-    for (std::uintptr_t i = o.first; i < o.last; ++i) owned[i] = true;
+    if (o.first >= o.last) continue;
+    if (o.first > kept_to) std::memset(bytes + kept_to, 0, o.first - kept_to);
+    kept_to = std::max<std::uintptr_t>(kept_to, o.last);
   }
-  for (std::size_t i = 0; i < size; ++i) {
-    if (!owned[i]) bytes[i] = 0;
-  }
+  if (kept_to < size) std::memset(bytes + kept_to, 0, size - kept_to);
 }
 
 }  // namespace reheap

@@ -7,16 +7,16 @@
 namespace reheap::detail::snapshot {
 namespace {
 
-// Gives back the shadow lane of every group of every class chunk: they read as zero afterwards.
-// Every group, not only those the cursors reached: a file may hold bytes anywhere in its chunks,
-// and a bit left set ahead of a cursor would report a false double free once blocks are carved
-// there. Discarding a lane that was never touched costs one madvise call and commits nothing.
+// Gives back the shadow of every class chunk (group 0's shadow lane and the shadow group): it
+// reads as zero afterwards. The whole shadow, not only the bits of lanes the cursors reached: a
+// file may hold bytes anywhere in its chunks, and a bit left set ahead of a cursor would report a
+// false double free once blocks are carved there. Discarding pages that were never touched
+// commits nothing.
 void discard_shadow(const HeapState* h) noexcept {
   for (const ChunkHeader* c = h->class_head; c != nullptr; c = c->next) {
     const std::uintptr_t chunk = chunk_of(c, true);
-    for (std::uint32_t g = 0; g < kGroupsPerChunk; ++g) {
-      os::discard(chunk + g * kGroupSize + kShadowLane * kLaneSize, kLaneSize);
-    }
+    os::discard(chunk + shadow_offset(0), kLaneSize);
+    os::discard(chunk + std::uintptr_t{kShadowGroup} * kGroupSize, kGroupSize);
   }
 }
 

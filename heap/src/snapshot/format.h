@@ -15,7 +15,9 @@ namespace reheap::detail::snapshot {
 
 inline constexpr char kMagic[8] = {'R', 'E', 'H', 'E', 'A', 'P', 'S', 'N'};
 inline constexpr char kEndMagic[8] = {'R', 'E', 'H', 'E', 'A', 'P', 'N', 'D'};
-inline constexpr std::uint32_t kFormatVersion = 1;
+// 2: class lanes past a class's first lie in one range (heap/src/layout.h); version 1 files hold
+// the earlier layout, a lane per 2 MiB, which this build cannot read.
+inline constexpr std::uint32_t kFormatVersion = 2;
 inline constexpr std::size_t kPreambleSize = 16;
 inline constexpr std::uint32_t kMaxHeaderSize = 16u << 20;
 inline constexpr std::size_t kRunRecordSize = 16;

@@ -132,7 +132,7 @@ class StateCheck {
     for (unsigned cls = 0; cls < kNumClasses; ++cls) {
       const ClassCursor& k = s.cursor[cls];
       if (std::find(class_chunks_.begin(), class_chunks_.end(), k.chunk) != class_chunks_.end()) {
-        behind[cls] = std::uint64_t{k.chunk->ordinal} * kGroupsPerChunk + k.group;
+        behind[cls] = std::uint64_t{k.chunk->ordinal} * kLanesPerClassChunk + k.lane;
       }
     }
     std::uint64_t marked[kNumClasses] = {};
@@ -141,7 +141,7 @@ class StateCheck {
       for (unsigned cls = 0; cls < kNumClasses; ++cls) {
         const std::uint32_t bits = map_[o].lanes[cls];
         if (bits == 0) continue;
-        const std::uint64_t last = std::uint64_t{o} * kGroupsPerChunk + 31 - static_cast<unsigned>(std::countl_zero(bits));
+        const std::uint64_t last = std::uint64_t{o} * kLanesPerClassChunk + 31 - static_cast<unsigned>(std::countl_zero(bits));
         if (!may_mark || last >= behind[cls]) {
           bad("the purge map marks a lane of size class " + std::to_string(cls) +
               " that is not behind its cursor (class chunk " + std::to_string(o) + ")");
@@ -164,7 +164,7 @@ class StateCheck {
   bool purged(std::uintptr_t a, unsigned cls) const noexcept {
     const std::uint32_t ordinal = class_header(align_down(a - h_.zone_base, kChunkSize) + h_.zone_base)->ordinal;
     if (ordinal >= kPurgeMapChunks) return false;
-    return (map_[ordinal].lanes[cls] >> ((a >> kGroupShift) & (kGroupsPerChunk - 1))) & 1;
+    return (map_[ordinal].lanes[cls] >> lane_number(a)) & 1;
   }
 
   // Large chunks and huge runs: one doubly linked list; each run listed, whole, with its use.
@@ -335,7 +335,7 @@ class StateCheck {
     const std::size_t size = kClassSize[cls];
     const std::string what = "size class " + std::to_string(cls) + " (" + std::to_string(size) + " bytes)";
     if (k.chunk == nullptr) {
-      if (k.cur != nullptr || k.limit != nullptr || k.group != 0 || k.carved != 0 || s.free[cls] != nullptr) {
+      if (k.cur != nullptr || k.limit != nullptr || k.lane != 0 || k.carved != 0 || s.free[cls] != nullptr) {
         bad(what + ": blocks without a cursor");
       }
       return 0;
@@ -344,8 +344,8 @@ class StateCheck {
     if (std::find(class_chunks_.begin(), class_chunks_.end(), chunk) == class_chunks_.end()) {
       bad(what + ": the cursor is not in one of the heap's class chunks");
     }
-    if (k.group >= kGroupsPerChunk) bad(what + ": the cursor's group");
-    const std::uintptr_t lane = chunk_of(chunk, true) + k.group * kGroupSize + cls * kLaneSize;
+    if (k.lane >= kLanesPerClassChunk) bad(what + ": the cursor's lane number");
+    const std::uintptr_t lane = chunk_of(chunk, true) + lane_offset(cls, k.lane);
     const auto cur = reinterpret_cast<std::uintptr_t>(k.cur);
     const auto limit = reinterpret_cast<std::uintptr_t>(k.limit);
     if (cur < lane || cur > lane + kLaneSize || (cur - lane) % size != 0 || limit < cur ||
@@ -353,7 +353,7 @@ class StateCheck {
       bad(what + ": the cursor lies outside its lane");
     }
     const std::size_t per_lane = kLaneSize / size;
-    const std::uint64_t lanes_behind = std::uint64_t{chunk->ordinal} * kGroupsPerChunk + k.group;
+    const std::uint64_t lanes_behind = std::uint64_t{chunk->ordinal} * kLanesPerClassChunk + k.lane;
     if (k.carved != lanes_behind * per_lane + (cur - lane) / size) bad(what + ": carved count");
     // Brent's cycle detection: a cycle is found within about twice its distance from the head
     // plus its length, so the walk costs what the file holds, not what a forged `carved` says.
@@ -387,14 +387,14 @@ class StateCheck {
       if (!listed_as(a, ChunkUse::kClass)) bad(what + ": free block " + hex(a) + " is not in one of the class's lanes");
       last_class_chunk_ = base;
     }
-    if (lane_index(a) != cls) bad(what + ": free block " + hex(a) + " is not in one of the class's lanes");
+    if (class_of_address(a) != cls) bad(what + ": free block " + hex(a) + " is not in one of the class's lanes");
     const std::size_t offset = a & (kLaneSize - 1);
     const ChunkHeader* chunk = class_header(base);
-    const auto group = static_cast<std::uint32_t>((a >> kGroupShift) & (kGroupsPerChunk - 1));
+    const unsigned lane = lane_number(a);
     const bool carved = chunk->ordinal < k.chunk->ordinal ||
                         (chunk->ordinal == k.chunk->ordinal &&
-                         (group < k.group || (group == k.group && p < k.cur)));
-    if (offset % size != 0 || offset + size > kLaneSize || !carved) {
+                         (lane < k.lane || (lane == k.lane && p < k.cur)));
+    if (offset % size != 0 || offset + size > kLaneSize || lane >= kLanesPerClassChunk || !carved) {
       bad(what + ": free block " + hex(a) + " is not a carved block");
     }
     if (purged(a, cls)) bad(what + ": free block " + hex(a) + " lies in a purged lane");
@@ -402,9 +402,8 @@ class StateCheck {
       // The checked build's shadow lane marks free blocks (class_lanes.cpp). A release build's
       // file has no shadow: restore builds one from these lists once they have passed this check
       // (checked_conversion.h).
-      const std::uintptr_t group_base = align_down(a, kGroupSize);
-      const std::size_t bit = cls * (kLaneSize / 8) + (offset >> 3);
-      const auto* words = reinterpret_cast<const std::uint64_t*>(group_base + kShadowLane * kLaneSize);
+      const std::size_t bit = offset >> 3;
+      const auto* words = reinterpret_cast<const std::uint64_t*>(base + shadow_offset(a));
       if (((words[bit / 64] >> (bit % 64)) & 1) == 0) bad(what + ": free block " + hex(a) + " is not marked free");
     }
   }

@@ -12,8 +12,10 @@ std::uint32_t index_of(std::uintptr_t chunk) noexcept {
   return static_cast<std::uint32_t>((chunk - g_zone.base.load(std::memory_order_relaxed)) >> kChunkShift);
 }
 
-// Bytes of the checked build's shadow lane in use: one bit per 8 bytes of each class lane.
-constexpr std::size_t kShadowBytes = align_up(kNumClasses * (kLaneSize / 8) / 8, kPageSize);
+// Bytes of a checked build's shadow in use for the first `lanes` lanes of a group.
+constexpr std::size_t shadow_bytes(std::uint32_t lanes) noexcept {
+  return align_up(std::size_t{lanes} * kShadowPerLane, kPageSize);
+}
 
 void class_chunk_ranges(const HeapState* h, std::uintptr_t base, std::uint32_t ordinal,
                         std::vector<os::PageRange>& out) {
@@ -26,26 +28,27 @@ void class_chunk_ranges(const HeapState* h, std::uintptr_t base, std::uint32_t o
     const std::uintptr_t map = base + kHeaderLane * kLaneSize + kPurgeMapOffset;
     add(map, map + std::size_t{h->purge_map_pages} * kPageSize);
   }
-  std::uint32_t groups_used = 1;
   for (unsigned cls = 0; cls < kNumClasses; ++cls) {
     const ClassCursor& k = h->cursor[cls];
     if (k.chunk == nullptr || ordinal > k.chunk->ordinal) continue;
-    const std::uint32_t full_groups = ordinal < k.chunk->ordinal ? kGroupsPerChunk : k.group;
-    for (std::uint32_t g = 0; g < full_groups; ++g) {
-      const std::uintptr_t lane = base + g * kGroupSize + cls * kLaneSize;
+    const std::uint32_t full_lanes = ordinal < k.chunk->ordinal ? kLanesPerClassChunk : k.lane;
+    for (std::uint32_t n = 0; n < full_lanes; ++n) {
+      const std::uintptr_t lane = base + lane_offset(cls, n);
       add(lane, lane + kLaneSize);
     }
+    const std::uint32_t lanes = ordinal == k.chunk->ordinal ? k.lane + 1 : kLanesPerClassChunk;
     if (ordinal == k.chunk->ordinal) {
-      const std::uintptr_t lane = base + k.group * kGroupSize + cls * kLaneSize;
+      const std::uintptr_t lane = base + lane_offset(cls, k.lane);
       add(lane, reinterpret_cast<std::uintptr_t>(k.limit));
     }
-    groups_used = std::max(groups_used, ordinal == k.chunk->ordinal ? k.group + 1 : kGroupsPerChunk);
-  }
-  if constexpr (kChecks) {
-    for (std::uint32_t g = 0; g < groups_used; ++g) {
-      const std::uintptr_t shadow = base + g * kGroupSize + kShadowLane * kLaneSize;
-      add(shadow, shadow + kShadowBytes);
+    if (kChecks && lanes > 1) {  // the bits of the class's lanes past the first, in its own group
+      const std::uintptr_t shadow = base + shadow_offset(lane_offset(cls, 1));
+      add(shadow, shadow + shadow_bytes(lanes - 1));
     }
+  }
+  if constexpr (kChecks) {  // group 0's: every class's first lane
+    const std::uintptr_t shadow = base + shadow_offset(0);
+    add(shadow, shadow + shadow_bytes(kNumClasses));
   }
   std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
             [](const os::PageRange& a, const os::PageRange& b) { return a.begin < b.begin; });

@@ -29,9 +29,9 @@ bool page_is_zero(const void* page) noexcept {
 void count_page(PageCounts& counts, ChunkUse use, std::uintptr_t run_base, std::uintptr_t page) noexcept {
   switch (use) {
     case ChunkUse::kClass: {
-      const auto lane = static_cast<unsigned>(lane_index(page));
-      if (lane < kNumClasses) {
-        ++counts.by_class[lane];
+      const unsigned cls = class_of_address(page);
+      if (cls < kNumClasses) {
+        ++counts.by_class[cls];
       } else {
         ++counts.metadata;
       }

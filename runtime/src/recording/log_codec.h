@@ -23,12 +23,23 @@ static_assert(kBlockHeaderBytes == 28);
 inline constexpr std::uint8_t kHasDigest = 1;
 inline constexpr std::uint8_t kHasBytes = 2;
 
-inline void put_varint(std::vector<unsigned char>& out, std::uint64_t v) {
+inline constexpr std::size_t kMaxVarintBytes = 10;
+
+// Writes v's varint at `at`, which has room for kMaxVarintBytes; returns the bytes written. No
+// allocation: the crash bundle's signal handler encodes with it too.
+inline std::size_t store_varint(unsigned char* at, std::uint64_t v) noexcept {
+  std::size_t n = 0;
   while (v >= 0x80) {
-    out.push_back(static_cast<unsigned char>(v | 0x80));
+    at[n++] = static_cast<unsigned char>(v | 0x80);
     v >>= 7;
   }
-  out.push_back(static_cast<unsigned char>(v));
+  at[n++] = static_cast<unsigned char>(v);
+  return n;
+}
+
+inline void put_varint(std::vector<unsigned char>& out, std::uint64_t v) {
+  unsigned char bytes[kMaxVarintBytes];
+  out.insert(out.end(), bytes, bytes + store_varint(bytes, v));
 }
 
 inline std::uint64_t zigzag(std::int64_t v) noexcept {
@@ -58,6 +69,23 @@ T load_fixed(const unsigned char* at) noexcept {
 inline void put_string(std::vector<unsigned char>& out, std::string_view s) {
   put_varint(out, s.size());
   out.insert(out.end(), s.begin(), s.end());
+}
+
+// put_string at `at`, which has room for kMaxVarintBytes + s.size(); returns the bytes written.
+inline std::size_t store_string(unsigned char* at, std::string_view s) noexcept {
+  const std::size_t n = store_varint(at, s.size());
+  if (!s.empty()) std::memcpy(at + n, s.data(), s.size());
+  return n + s.size();
+}
+
+// A block's header: kBlockHeaderBytes at `at`.
+inline void store_block_header(unsigned char* at, std::uint64_t events_before, std::uint32_t records,
+                               std::uint32_t body_bytes, std::uint64_t checksum) noexcept {
+  store_fixed<std::uint32_t>(at, kBlockMagic);
+  store_fixed<std::uint64_t>(at + 4, events_before);
+  store_fixed<std::uint32_t>(at + 12, records);
+  store_fixed<std::uint32_t>(at + 16, body_bytes);
+  store_fixed<std::uint64_t>(at + 20, checksum);
 }
 
 // XXH3-64 (seed 0), the checksum the snapshot format uses too.

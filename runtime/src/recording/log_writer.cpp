@@ -346,12 +346,10 @@ void LogWriter::append(const LogRecord& r) {
 
 void LogWriter::flush() {
   if (records_ == 0) return;
-  block_.clear();
-  put_fixed<std::uint32_t>(block_, detail::recording::kBlockMagic);
-  put_fixed<std::uint64_t>(block_, block_events_before_);
-  put_fixed<std::uint32_t>(block_, records_);
-  put_fixed<std::uint32_t>(block_, static_cast<std::uint32_t>(body_.size()));
-  put_fixed<std::uint64_t>(block_, detail::recording::checksum64(body_.data(), body_.size()));
+  block_.resize(detail::recording::kBlockHeaderBytes);
+  detail::recording::store_block_header(block_.data(), block_events_before_, records_,
+                                        static_cast<std::uint32_t>(body_.size()),
+                                        detail::recording::checksum64(body_.data(), body_.size()));
   block_.insert(block_.end(), body_.begin(), body_.end());
   const std::uint64_t before = block_events_before_;
   // The block is gone from the writer whatever the sink does: a sink that fails stays failed
@@ -367,7 +365,6 @@ void LogWriter::flush() {
 bool LogWriter::seal_with(std::span<const unsigned char> last, std::span<unsigned char, 28> header,
                           std::span<const unsigned char>* body) const noexcept {
   if (appending_) return false;
-  using detail::recording::store_fixed;
   static_assert(detail::recording::kBlockHeaderBytes == 28);
   // The same checksum as flush()'s over body + last, streamed: the two are not contiguous, and
   // joining them would need memory. The state lives on the (signal) stack.
@@ -375,35 +372,22 @@ bool LogWriter::seal_with(std::span<const unsigned char> last, std::span<unsigne
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, body_.data(), body_.size());
   XXH3_64bits_update(&state, last.data(), last.size());
-  store_fixed<std::uint32_t>(header.data(), detail::recording::kBlockMagic);
-  store_fixed<std::uint64_t>(header.data() + 4, records_ == 0 ? events_ : block_events_before_);
-  store_fixed<std::uint32_t>(header.data() + 12, records_ + 1);
-  store_fixed<std::uint32_t>(header.data() + 16, static_cast<std::uint32_t>(body_.size() + last.size()));
-  store_fixed<std::uint64_t>(header.data() + 20, XXH3_64bits_digest(&state));
+  detail::recording::store_block_header(header.data(), records_ == 0 ? events_ : block_events_before_,
+                                        records_ + 1, static_cast<std::uint32_t>(body_.size() + last.size()),
+                                        XXH3_64bits_digest(&state));
   *body = std::span<const unsigned char>(body_.data(), body_.size());
   return true;
 }
 
 std::size_t LogWriter::encode_event_failed(std::span<unsigned char> out, std::string_view hook,
                                            std::string_view what) noexcept {
-  // kind, then two strings as put_string writes them: a varint length and the bytes.
+  // kind, then two strings as put_string writes them, each cut to the room left.
+  using detail::recording::kMaxVarintBytes;
+  using detail::recording::store_string;
   std::size_t at = 0;
-  const auto varint = [&](std::uint64_t v) {
-    while (v >= 0x80) {
-      out[at++] = static_cast<unsigned char>(v | 0x80);
-      v >>= 7;
-    }
-    out[at++] = static_cast<unsigned char>(v);
-  };
-  const auto string = [&](std::string_view s, std::size_t room) {
-    s = s.substr(0, room);
-    varint(s.size());
-    for (const char ch : s) out[at++] = static_cast<unsigned char>(ch);
-  };
-  constexpr std::size_t kLengths = 2 * 10;  // two varints' worst case
   out[at++] = static_cast<unsigned char>(RecordKind::kEventFailed);
-  string(hook, std::min<std::size_t>(hook.size(), (out.size() - 1 - kLengths) / 2));
-  string(what, out.size() - at - 10);
+  at += store_string(out.data() + at, hook.substr(0, (out.size() - 1 - 2 * kMaxVarintBytes) / 2));
+  at += store_string(out.data() + at, what.substr(0, out.size() - at - kMaxVarintBytes));
   return at;
 }
 
