@@ -1,10 +1,10 @@
 // Carving fixed-size blocks out of class lanes: the slow path behind an empty free list.
 //
 // A class carves its lanes in order: lanes 0..31 of its current chunk (layout.h: the first in the
-// chunk's group 0, the rest in one range), then the next class chunk of the heap (taking a new one from the zone when there is none). Inside a lane it bumps a
-// cursor through a committed window that grows a page at a time, so the heap's committed bytes
-// (and its limit) follow the pages actually touched, and an idle heap stays a few pages. A class
-// that has already carved kWholeLaneAfter bytes commits each new lane whole instead, in one
+// chunk's group 0, the rest in one range), then the next class chunk of the heap (taking a new one
+// from the zone when there is none). Inside a lane it bumps a cursor through a committed window
+// that grows a page at a time, so the heap's committed bytes (and its limit) follow the pages
+// actually touched, and an idle heap stays a few pages. A class that has already carved kWholeLaneAfter bytes commits each new lane whole instead, in one
 // MADV_POPULATE_WRITE: it will fill the lane, and one call costs less than a fault per page.
 #include <cstring>
 
@@ -161,7 +161,7 @@ void reset_idle_class(HeapState* h, unsigned cls) noexcept {
 }
 
 void clear_recycled(HeapState* h, unsigned cls, char* from, char* to) noexcept {
-  // Lanes of one class lie in group order at rising addresses, so everything below the end the
+  // A class's lanes lie in carving order at rising addresses, so everything below the end the
   // previous heap reached is its, and a window at or past it is the first untouched one.
   char* const end = reinterpret_cast<char*>(chunk_of(h->class_head, true) + h->recycled_dirty_end[cls]);
   if (from < end) std::memset(from, 0, static_cast<std::size_t>((to < end ? to : end) - from));

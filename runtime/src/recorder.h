@@ -23,6 +23,10 @@ class Recorder {
   // Worker thread, between two events: a snapshot of the reactor is about to be taken, anchored
   // by its event count; the log written so far must reach its sink first.
   virtual void before_snapshot(Cell* c) = 0;
+  // Worker thread, between two events, the worker idle for a while (Worker::on_purge): file mode
+  // writes the block held so far, so that a process that dies later, by another reactor's fatal
+  // signal or a SIGKILL, loses none of what was recorded before the pause.
+  virtual void flush_when_idle(Cell* c) = 0;
   // Worker thread, between two events (Runtime::dump_recording): file mode flushes and returns
   // its directory; ring mode writes its checkpoint and log into `directory` and returns it.
   virtual std::filesystem::path dump(Cell* c, const std::filesystem::path& directory) = 0;

@@ -215,11 +215,11 @@ void Worker::on_prepare(uv_prepare_t* handle) {
 // Half a second asleep: give back the heaps the zone caches, and the freed memory the heaps living
 // here keep (this thread is theirs between turns; purging moves no block, zone.h "Retention").
 // Free page runs and free class lanes read as zero once purged, which a recording's digests would
-// see: a recorded reactor keeps them, so that its replay, purged or not, reads the same bytes.
+// see: a recorded reactor keeps them, so that its replay, purged or not, reads the same bytes. A
+// recorded reactor's log writes the block it holds instead (one write per pause, never per event).
 void Worker::on_purge(uv_timer_t* handle) {
   reheap::Zone::purge_heap_cache();
   auto* w = static_cast<Worker*>(handle->data);
-  w->idle_purges.fetch_add(1, std::memory_order_relaxed);
   const bool retained = reheap::Zone::retained_resident_bytes() != 0;
   for (Cell* c : w->cells_) {
     if (c->heap == nullptr) continue;
@@ -227,8 +227,11 @@ void Worker::on_purge(uv_timer_t* handle) {
     if (c->recorder == nullptr) {
       c->heap->purge_free_runs();
       c->heap->purge_free_lanes();
+    } else {
+      c->recorder->flush_when_idle(c);
     }
   }
+  w->idle_purges.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Worker::on_check(uv_check_t* handle) {

@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "reheap/recording_log.h"
@@ -89,6 +91,34 @@ int record_and_die(const std::vector<std::string>& args) {
   return 4;  // not reached: the fifth event ends the process
 }
 const rttest::RegisterHelper kRecordAndDie("fatal-signal", &record_and_die);
+
+// --helper fatal-signal-after-pause <dir>: records two OrderBooks on one worker in file mode; the
+// second takes orders 1, 2, 3, the worker then idles until its purge has run, and the first dies
+// on order 0. Prints "reactor <ref>" for the one that dies, then "other <ref>".
+int record_pause_and_die(const std::vector<std::string>& args) {
+  ::alarm(60);
+  Runtime rt(RuntimeConfig{.workers = 2});
+  SpawnOptions options;
+  options.worker = 0;
+  options.recording.mode = RecordingMode::kFile;
+  options.recording.directory = args[0];
+  const ActorRef dies = rt.spawn<OrderBook>(options);
+  const ActorRef other = rt.spawn<OrderBook>(options);
+  std::printf("reactor %llu\nother %llu\n", static_cast<unsigned long long>(dies.value()),
+              static_cast<unsigned long long>(other.value()));
+  std::fflush(stdout);
+  for (std::uint32_t n : {1u, 2u, 3u}) (void)rt.send(other, Order{n});
+  rt.wait_idle();
+  const std::uint64_t purges = rt.stats().idle_purges;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (rt.stats().idle_purges == purges && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  (void)rt.send(dies, Order{0});
+  rt.wait_idle();
+  return 4;  // not reached: the order ends the process
+}
+const rttest::RegisterHelper kRecordPauseAndDie("fatal-signal-after-pause", &record_pause_and_die);
 
 // ---- a program with its own SIGSEGV handler, installed before the first recorded reactor ----
 
@@ -216,6 +246,22 @@ TEST(FatalSignalBundle, ANullPointerWriteLeavesABundleEndingWithTheSignal) {
     const std::string manifest = read_text(d.bundle / "manifest.json");
     EXPECT_NE(manifest.find("at address 0x10\""), std::string::npos) << manifest;
   }
+}
+
+// The other recorded reactors of a process that dies keep what they recorded before their worker
+// last paused: it wrote their pending blocks (Worker::on_purge).
+TEST(FatalSignalBundle, AnotherReactorsRecordingKeepsWhatCameBeforeItsWorkersPause) {
+  TempDir dir;
+  const rttest::ChildResult child = rttest::run_helper("fatal-signal-after-pause", {dir.path().string()});
+  EXPECT_FALSE(child.succeeded()) << child.describe();
+  const std::size_t at = child.output.find("other ");
+  ASSERT_NE(at, std::string::npos) << child.describe();
+  const std::string ref = child.output.substr(at + 6, child.output.find('\n', at) - at - 6);
+  LogReader reader(dir.path() / ("reactor-" + ref));
+  LogRecord r;
+  std::size_t orders = 0;
+  while (reader.next(r)) orders += r.kind == RecordKind::kMessage ? 1 : 0;
+  EXPECT_EQ(orders, 3u) << child.describe();
 }
 
 TEST(FatalSignalBundle, AnAbortLeavesABundle) {

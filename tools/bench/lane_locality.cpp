@@ -1,14 +1,14 @@
 // lane_locality: what it costs a program to reach its small objects at random when they lie in a
-// heap's class lanes (64 KiB of one size class every 2 MiB, layout.h) rather than packed in one
-// range, as a malloc that carves a size class from contiguous pages places them.
+// heap's class lanes (layout.h) rather than packed in one range, as a malloc that carves a size
+// class from contiguous pages places them.
 //
 // 1M objects of 16 bytes (16 MiB, the node size of seed 003's unordered_set<int>) are allocated
 // from a reheap heap in order, and the same number of 16-byte slots are laid out packed in one
 // mapping. Each layout is read two ways, in the same random order: independent loads (a hash
-// table's bucket probes), and a chase of pointers stored in the objects (walking chains). The
-// lanes' 256 ranges of 64 KiB sit in 256 different 2 MiB regions against the packed layout's 8;
-// the likely cost is a longer page-table walk on each TLB miss, which the paging-structure caches
-// shorten for few regions (likely: this VM has no PMU to count the walks).
+// table's bucket probes), and a chase of pointers stored in the objects (walking chains). Since
+// stop 28 the heap's lanes lie in 16 regions of 2 MiB (each chunk's first lane, then its other 31
+// in one range) against the packed layout's 8; before, a lane per 2 MiB put them in 256, and
+// each TLB miss walked more page-table pages (likely: this VM has no PMU to count the walks).
 #include <sys/mman.h>
 
 #include <algorithm>

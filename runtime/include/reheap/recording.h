@@ -28,7 +28,9 @@
 // The program's own handler for these signals, installed before the first recorder, runs before
 // the bundle is written, so that a fault it repairs is no crash; one installed after replaces
 // reheap's, and no bundle is written then. When one reactor's event ends the process, the other
-// recorded reactors' logs end at their last whole block.
+// recorded reactors' file logs end at their last written block: a block is written when it is
+// full (64 KiB), before a snapshot, and when the reactor's worker has been idle for half a second,
+// so they lose at most what they recorded since their worker last paused. A ring is lost whole.
 //
 // What the runtime answers is always recorded; what the reactor outputs (sends, writes) is
 // recorded as a digest by default, which lets a replay check that it produces the same outputs.

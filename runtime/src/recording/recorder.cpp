@@ -91,6 +91,7 @@ class ReactorRecorder final : public Recorder, private LogSink, private ChunkPla
   ReactorHost* begin_event(const Event& event, LiveHost& live) override;
   void end_event(Cell* c) override;
   void before_snapshot(Cell* c) override;
+  void flush_when_idle(Cell* c) override;
   std::filesystem::path dump(Cell* c, const std::filesystem::path& directory) override;
 
  private:
@@ -396,6 +397,11 @@ void ReactorRecorder::before_snapshot(Cell* c) {
   } catch (const std::exception& e) {
     stop(c, e.what());
   }
+}
+
+void ReactorRecorder::flush_when_idle(Cell* c) {
+  // A ring lives in the process's memory: writing its block there saves nothing from a crash.
+  if (options_.mode == RecordingMode::kFile && writer_.pending_bytes() != 0) before_snapshot(c);
 }
 
 void ReactorRecorder::write_ring(const std::filesystem::path& directory) const {
