@@ -1,7 +1,8 @@
 // snapshot_fuzz: libFuzzer target for everything that reads a snapshot from untrusted bytes.
 //
-// Each input goes to SnapshotReader over a MemorySource (header, every run, every run's data) and
-// to reheap::restore(MemorySource&) with LayoutCheck::kNone. A SnapshotError is the expected
+// Each input goes to SnapshotReader over a MemorySource (header, every run, every run's data), to
+// read_snapshot_bytes (from a file in /dev/shm: the reader's seeking path, which skips the data of
+// the runs it does not need), and to reheap::restore(MemorySource&) with LayoutCheck::kNone. A SnapshotError is the expected
 // outcome for a bad input; anything else that escapes, and any sanitizer report, is a bug. A heap
 // that restore accepts must then keep the promises a heap makes (checked below, "oracles"): it is
 // within the restore limit, it hands out blocks it owns that do not overlap, it can be used and
@@ -20,6 +21,7 @@
 //                                      process was running into DIR, print where, and exit
 //   REHEAP_FUZZ_VERBOSE=1              say why each input was rejected and what made it
 #include <dirent.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <cstdarg>
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "black_box.h"
+#include "header_fields.h"
 #include "hostile_inputs.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap.h"
@@ -106,6 +109,51 @@ void read_everything(const std::uint8_t* data, std::size_t size) {
     }
   } catch (const reheap::SnapshotError& error) {
     rejected("reader", error);  // the expected outcome for a damaged input
+  }
+}
+
+// read_snapshot_bytes over the input written to a file: the heap state's page of its first chunk
+// (what Replay::open reads of an extra snapshot), and a range the input's hash picks across the
+// zone. Bytes outside every listed chunk must read as zero; the file is not a chain, so a parent
+// it names is looked for beside it and not found, or found to be another file.
+void read_bytes_of_file(const std::uint8_t* data, std::size_t size) {
+  static const std::string path = "/dev/shm/reheap-fuzz-" + std::to_string(::getpid()) + ".snap";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+  reheap::SnapshotHeader h;
+  try {
+    reheap::MemorySource source(data, size);
+    h = reheap::SnapshotReader(source, "fuzz-input").header();
+  } catch (const reheap::SnapshotError&) {
+    return;  // read_everything has said why; the seeking path starts with the same header
+  }
+  const std::uint64_t hash = XXH3_64bits(data, size);
+  const std::uintptr_t first_chunk = h.zone_base + (std::uintptr_t{h.heap_id & 0xffffffffu} - 1) * h.chunk_size;
+  const std::uintptr_t anywhere = h.zone_base + (hash % (std::uint64_t{1} << 40)) / h.page_size * h.page_size;
+  const struct {
+    std::uintptr_t address;
+    std::size_t size;
+  } ranges[] = {{first_chunk + reheap_fuzz::Geometry::kHeaderLane * reheap_fuzz::Geometry::kLaneSize, 4096},
+                {anywhere, 3 * 4096 + hash % 4096}};
+  std::vector<unsigned char> bytes;
+  for (const auto& r : ranges) {
+    bytes.assign(r.size, 0xEE);
+    try {
+      reheap::read_snapshot_bytes(path, r.address, bytes.data(), r.size);
+    } catch (const reheap::SnapshotError& error) {
+      rejected("read_snapshot_bytes", error);
+      continue;
+    }
+    for (std::size_t i = 0; i < r.size; ++i) {
+      const std::uintptr_t a = r.address + i;
+      const bool in_chunk = a >= h.zone_base && h.chunk_size != 0 && listed(h, (a - h.zone_base) / h.chunk_size);
+      if (!in_chunk && bytes[i] != 0) {
+        violated("read_snapshot_bytes gave byte %#x at %#llx, outside every listed chunk", bytes[i],
+                 static_cast<unsigned long long>(a));
+      }
+    }
   }
 }
 
@@ -314,6 +362,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   reheap_fuzz::black_box_begin(data, size, made_by);
   reheap_fuzz::black_box_stage("reader");
   read_everything(data, size);
+  reheap_fuzz::black_box_stage("read_snapshot_bytes");
+  read_bytes_of_file(data, size);
   try_restore(data, size);
   reheap_fuzz::black_box_end();
   return 0;
