@@ -35,9 +35,6 @@ REHEAP_SLOW_PATH void* alloc_slow(HeapState* h, std::size_t size, std::size_t al
   return alloc_pages(h, size, alignment);
 }
 
-// A sized delete whose size names another class than the address (heap_free_sized).
-[[gnu::noinline]] void free_unsized(HeapState* h, void* p) noexcept { heap_free(h, p); }
-
 REHEAP_SLOW_PATH void free_slow(HeapState* h, void* p) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   if (!ZoneImpl::contains(a)) {

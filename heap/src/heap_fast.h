@@ -32,7 +32,6 @@ namespace reheap::detail {
 
 void* alloc_slow(HeapState* h, std::size_t size, std::size_t alignment) noexcept;
 void free_slow(HeapState* h, void* p) noexcept;
-void free_unsized(HeapState* h, void* p) noexcept;  // heap_free, out of line
 
 // Pops a free block of class `cls`, or null if the free list is empty.
 REHEAP_FAST_PATH void* pop_free(HeapState* h, unsigned cls) noexcept {
@@ -78,36 +77,21 @@ REHEAP_FAST_PATH bool is_own_class_block(const HeapState* h, std::uintptr_t a, u
              std::memory_order_relaxed) == h->id;
 }
 
-// Pushes `p`, a class block of `h` of class `cls`, on its free list.
-REHEAP_FAST_PATH void push_free(HeapState* h, void* p, unsigned cls) noexcept {
-  if constexpr (kChecks) check_class_free(h, p, cls);
-  void* const head = h->free[cls];
-  // The one check release builds afford: freeing the block freed last of its class again (the
-  // usual double free) would make the list hand it out twice.
-  if (p == head) [[unlikely]] return double_free_at_head(h, p);
-  *static_cast<void**>(p) = head;
-  h->free[cls] = p;
-  REHEAP_POISON(static_cast<char*>(p) + sizeof(void*), kClassSize[cls] - sizeof(void*));
-}
-
 REHEAP_FAST_PATH void heap_free(HeapState* h, void* p) noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   const unsigned cls = class_of_address(a);
-  if (is_own_class_block(h, a, cls)) [[likely]] return push_free(h, p, cls);
-  free_slow(h, p);
-}
-
-// A sized delete: the size names the class, so the free list's address waits on no address bits
-// (the class select is off the chain that runs from one pair to the next); the address must
-// agree. A size that names another class (a wrong size, or a block that is no class block of
-// this heap) takes heap_free, which goes by the address alone.
-REHEAP_FAST_PATH void heap_free_sized(HeapState* h, void* p, std::size_t size) noexcept {
-  if (size <= kMaxClassSize) [[likely]] {
-    const unsigned cls = fast_size_class(size);
-    const auto a = reinterpret_cast<std::uintptr_t>(p);
-    if (class_of_address(a) == cls && is_own_class_block(h, a, cls)) [[likely]] return push_free(h, p, cls);
+  if (is_own_class_block(h, a, cls)) [[likely]] {
+    if constexpr (kChecks) check_class_free(h, p, cls);
+    void* const head = h->free[cls];
+    // The one check release builds afford: freeing the block freed last of its class again (the
+    // usual double free) would make the list hand it out twice.
+    if (p == head) [[unlikely]] return double_free_at_head(h, p);
+    *static_cast<void**>(p) = head;
+    h->free[cls] = p;
+    REHEAP_POISON(static_cast<char*>(p) + sizeof(void*), kClassSize[cls] - sizeof(void*));
+    return;
   }
-  free_unsized(h, p);  // a tail call: the fast path keeps no stack frame
+  free_slow(h, p);
 }
 
 }  // namespace reheap::detail

@@ -4,8 +4,8 @@
 //         and the heap cannot meet it, new_slow decides: system allocator, new_handler, bad_alloc.
 // delete: by address. A class block of the current heap is pushed on its free list right here;
 //         anything else in the zone goes to the heap slow path (page runs, misuse reports);
-//         addresses outside the zone go to free(3). The address says all; a sized delete's size
-//         only spares the fast path reading the class from the address (heap_free_sized).
+//         addresses outside the zone go to free(3).
+// The size and alignment arguments of sized/aligned delete are not needed: the address says all.
 #include <cstdlib>
 #include <new>
 
@@ -92,10 +92,6 @@ REHEAP_SLOW_PATH void* page_run_new(HeapState* h, std::size_t size, bool nothrow
   reheap::detail::heap_free(t_current, p);
 }
 
-[[gnu::always_inline]] inline void fast_sized_delete(void* p, std::size_t size) noexcept {
-  reheap::detail::heap_free_sized(t_current, p, size);
-}
-
 }  // namespace
 
 void* operator new(std::size_t size) { return fast_new(size, false); }
@@ -113,8 +109,8 @@ void* operator new[](std::size_t size, std::align_val_t al, const std::nothrow_t
 
 void operator delete(void* p) noexcept { fast_delete(p); }
 void operator delete[](void* p) noexcept { fast_delete(p); }
-void operator delete(void* p, std::size_t size) noexcept { fast_sized_delete(p, size); }
-void operator delete[](void* p, std::size_t size) noexcept { fast_sized_delete(p, size); }
+void operator delete(void* p, std::size_t) noexcept { fast_delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { fast_delete(p); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { fast_delete(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { fast_delete(p); }
 void operator delete(void* p, std::align_val_t) noexcept { fast_delete(p); }

@@ -3,6 +3,7 @@
 #include "reheap/testing/test_runtime.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -309,24 +310,39 @@ TestRuntime::~TestRuntime() {
   }
 }
 
+using Use = detail::ExclusiveUse::Scope;
+
 ActorRef TestRuntime::spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct,
                                         void* arguments) {
+  Use use(impl_->use, "TestRuntime::spawn");
   return impl_->spawn(ActorRef(), options, construct, arguments);
 }
 
 SendResult TestRuntime::send_envelope(ActorRef from, ActorRef to, Envelope* envelope) {
+  std::optional<Use> use;
+  try {
+    use.emplace(impl_->use, "TestRuntime::send");
+  } catch (...) {
+    reheap::detail::free_envelope(envelope);  // refused before it was sent: the message is ours
+    throw;
+  }
   return impl_->send(from, to, envelope);
 }
 
-bool TestRuntime::step() { return impl_->step(); }
+bool TestRuntime::step() {
+  Use use(impl_->use, "TestRuntime::step");
+  return impl_->step();
+}
 
 std::size_t TestRuntime::run() {
+  Use use(impl_->use, "TestRuntime::run");
   std::size_t n = 0;
   while (impl_->step()) ++n;
   return n;
 }
 
 bool TestRuntime::run_until(const std::function<bool()>& pred) {
+  Use use(impl_->use, "TestRuntime::run_until");
   for (;;) {
     if (pred()) return true;
     if (!impl_->step()) return pred();
@@ -334,6 +350,7 @@ bool TestRuntime::run_until(const std::function<bool()>& pred) {
 }
 
 bool TestRuntime::deliver(ActorRef ref, const Event& event) {
+  Use use(impl_->use, "TestRuntime::deliver");
   Entry* e = impl_->find(ref);
   if (e == nullptr || e->state != ReactorState::kLive) return false;
   const ActorRef sender = event.kind == EventKind::kMessage && event.message != nullptr ? event.message->sender() : ActorRef();
@@ -342,6 +359,7 @@ bool TestRuntime::deliver(ActorRef ref, const Event& event) {
 }
 
 bool TestRuntime::stop(ActorRef ref) {
+  Use use(impl_->use, "TestRuntime::stop");
   Entry* e = impl_->find(ref);
   if (e == nullptr) return false;
   if (e->state == ReactorState::kUnstarted) {
@@ -361,10 +379,12 @@ std::chrono::steady_clock::time_point TestRuntime::steady_now() const noexcept {
 }
 
 std::size_t TestRuntime::advance(std::chrono::nanoseconds duration) {
+  Use use(impl_->use, "TestRuntime::advance");
   return impl_->advance_to(impl_->clock.elapsed() + duration);
 }
 
 std::size_t TestRuntime::advance_to(std::chrono::steady_clock::time_point when) {
+  Use use(impl_->use, "TestRuntime::advance_to");
   return impl_->advance_to(std::chrono::duration_cast<std::chrono::nanoseconds>(when - impl_->config.steady_epoch));
 }
 
@@ -375,6 +395,7 @@ std::optional<std::chrono::steady_clock::time_point> TestRuntime::next_timer() c
 }
 
 void TestRuntime::run_until_received(ActorRef probe, std::uint64_t type_id, std::chrono::nanoseconds timeout) {
+  Use use(impl_->use, "TestRuntime::run_until_received");
   const std::chrono::nanoseconds deadline = impl_->clock.elapsed() + timeout;
   auto received = [&] {
     const auto& records = reactor<Probe>(probe).records();
@@ -392,6 +413,7 @@ void TestRuntime::run_until_received(ActorRef probe, std::uint64_t type_id, std:
 }
 
 void TestRuntime::retire(ActorRef ref) {
+  Use use(impl_->use, "TestRuntime::retire");
   if (Entry* e = impl_->find(ref)) impl_->destroy(*e, true);
 }
 

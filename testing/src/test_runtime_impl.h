@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "envelope.h"  // runtime/src
+#include "exclusive_use.h"
 #include "reheap/snapshot.h"
 #include "reheap/testing/test_runtime.h"
 #include "test_host.h"
@@ -74,6 +75,8 @@ struct SnapshotJob {
 
 struct TestRuntime::Impl final : detail::HostOutputs {
   explicit Impl(const TestRuntimeConfig& c);
+
+  detail::ExclusiveUse use;  // the public operations that run or change anything enter it
 
   // ---- the door: every event goes through deliver() ----
   // Delivers `event` to `e` and then does what the hook asked for after it (snapshot jobs, the

@@ -86,6 +86,7 @@ void TestRuntime::Impl::run_snapshot(const detail::SnapshotJob& job) {
 }
 
 ActorRef TestRuntime::restore(const std::filesystem::path& file, const SpawnOptions& options) {
+  detail::ExclusiveUse::Scope use(impl_->use, "TestRuntime::restore");
   const HeapScope system(nullptr);
   HeapPtr heap = reheap::restore(file);
   Reactor* reactor = reheap::detail::reactor_of(*heap, file);

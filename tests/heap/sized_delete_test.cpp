@@ -1,7 +1,7 @@
 // Sized delete (`operator delete(p, size)`, which the compiler calls for most deletes and
-// std::allocator for every deallocation): the size only spares the fast path reading the class
-// from the address. Whatever the size says, the block goes back to the class its address names,
-// and misuse is caught or ignored exactly as for an unsized delete.
+// std::allocator for every deallocation): the address says all, so whatever the size says, the
+// block goes back to the class its address names, and misuse is caught or ignored exactly as for
+// an unsized delete.
 #include <gtest/gtest.h>
 
 #include <cstddef>

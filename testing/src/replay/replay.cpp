@@ -285,7 +285,10 @@ Heap& Replay::heap() {
   return *impl_->heap;
 }
 
+using Use = detail::ExclusiveUse::Scope;
+
 bool Replay::step() {
+  Use use(impl_->use, "Replay::step");
   if (impl_->reactor == nullptr) reactor_base();
   if (!impl_->stopped.empty()) {
     throw std::logic_error("reheap::testing::Replay: stopped at event " + std::to_string(impl_->position) + " (" +
@@ -297,12 +300,14 @@ bool Replay::step() {
 }
 
 std::uint64_t Replay::run() {
+  Use use(impl_->use, "Replay::run");
   std::uint64_t n = 0;
   while (step()) ++n;
   return n;
 }
 
 void Replay::run_to(std::uint64_t event) {
+  Use use(impl_->use, "Replay::run_to");
   if (event > recorded_events()) {
     throw std::out_of_range("reheap::testing::Replay::run_to(" + std::to_string(event) + "): the log ends at event " +
                             std::to_string(recorded_events()));
@@ -315,6 +320,7 @@ void Replay::run_to(std::uint64_t event) {
 }
 
 bool Replay::run_until(const std::function<bool()>& pred) {
+  Use use(impl_->use, "Replay::run_until");
   for (;;) {
     if (pred()) return true;
     if (!step()) return pred();
@@ -322,6 +328,7 @@ bool Replay::run_until(const std::function<bool()>& pred) {
 }
 
 void Replay::seek(std::uint64_t event) {
+  Use use(impl_->use, "Replay::seek");
   const auto began = std::chrono::steady_clock::now();
   if (event < impl_->starts.front().events || event > recorded_events()) {
     throw std::out_of_range("reheap::testing::Replay::seek(" + std::to_string(event) + "): the replay can reach events " +
@@ -344,6 +351,8 @@ void Replay::seek(std::uint64_t event) {
 }
 
 ActorRef Replay::continue_in(TestRuntime& runtime) {
+  Use use(impl_->use, "Replay::continue_in");
+  detail::ExclusiveUse::Scope runtime_use(runtime.impl_->use, "Replay::continue_in");
   reactor_base();
   if (!impl_->stopped.empty()) {
     throw std::logic_error("reheap::testing::Replay::continue_in: the replay stopped (" + impl_->stopped +

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../exclusive_use.h"
 #include "chunk_plan.h"
 #include "recorded_log.h"
 #include "replay_host.h"
@@ -27,6 +28,7 @@ struct StartPoint {
 }  // namespace detail
 
 struct Replay::Impl {
+  detail::ExclusiveUse use;  // step, run, seek and continue_in enter it
   std::filesystem::path path;  // what open() was given
   ReplayOptions options;
   detail::RecordedLog log;

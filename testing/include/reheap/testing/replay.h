@@ -75,7 +75,9 @@
 // heap's memory. A log of format version 1 does not say where chunks went: they are placed as for
 // any heap, and warnings() says so. After continue_in, the zone places the reactor's chunks.
 //
-// Threading: a Replay and its reactor belong to the thread that opened it.
+// Threading: a Replay runs its reactor on the calling thread and is not thread-safe. A thread
+// calling step, run, run_to, run_until, seek or continue_in while another thread is inside one of
+// them gets std::logic_error naming both, and nothing changes; one thread after another may use it.
 #pragma once
 
 #include <chrono>

@@ -56,7 +56,11 @@
 // of event at once. Mailbox bounds and supervision policies other than kStop are not modelled.
 // Reactor::runtime() throws std::logic_error: there is no reheap::Runtime. worker() is 0.
 //
-// Threading: a TestRuntime and its reactors belong to the thread that made it.
+// Threading: a TestRuntime runs its reactors on the calling thread and is not thread-safe. A thread
+// calling an operation that runs or changes anything (spawn, send, step, run, run_until, deliver,
+// stop, advance, advance_to, run_until_received, retire, restore) while another thread is inside
+// one gets std::logic_error naming both, and nothing changes (a refused send frees its message);
+// one thread after another may use it.
 #pragma once
 
 #include <chrono>
