@@ -163,6 +163,15 @@ TEST_F(SnapshotBadInput, UnknownVersionIsUnsupported) {
   }
 }
 
+TEST_F(SnapshotBadInput, AVersionOneFileSaysWhyThisBuildCannotRestoreIt) {
+  Bytes bytes = good_bytes_;
+  store_le(bytes, 8, 4, 1);
+  const Outcome o = expect_refused(bytes, {SnapshotErrc::kUnsupportedVersion}, "version 1");
+  EXPECT_NE(o.what.find("format version 1 (written by reheap before its class lanes were packed"), std::string::npos)
+      << o.what;
+  EXPECT_NE(o.what.find("restore it with the build that wrote it"), std::string::npos) << o.what;
+}
+
 TEST_F(SnapshotBadInput, OversizedHeaderLengthIsCorrupt) {
   Bytes bytes = good_bytes_;
   store_le(bytes, 12, 4, (16u << 20) + 1);

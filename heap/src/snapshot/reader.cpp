@@ -67,6 +67,15 @@ struct SnapshotReader::Impl {
       fail(SnapshotErrc::kTruncated, name, "the file ends inside the preamble (truncated)");
     }
     const std::uint32_t version = get_u32(preamble + 8);
+    if (version == 1) {
+      // Its pages are an allocator of another layout (format.h): no conversion moves the blocks,
+      // since every pointer to them would have to move too.
+      fail(SnapshotErrc::kUnsupportedVersion, name,
+           "snapshot format version 1 (written by reheap before its class lanes were packed, stop 28) "
+           "is not supported by this build, which reads version " + std::to_string(kFormatVersion) +
+               ": its heap's blocks lie where this allocator no longer looks for them; restore it with the "
+               "build that wrote it");
+    }
     if (version != kFormatVersion) {
       fail(SnapshotErrc::kUnsupportedVersion, name,
            "snapshot format version " + std::to_string(version) + " is not supported (this reader knows version " +
