@@ -65,13 +65,21 @@ std::size_t release_oldest(std::size_t keep_heaps, std::size_t keep_bytes) noexc
 }
 
 // The committed bytes of class `cls`'s lanes in a first chunk, from its lane 0 up to `end` (an
-// offset from the chunk, inside one of the class's lanes or at the end of its blocks).
-std::size_t lane_bytes_below(unsigned cls, std::size_t end) noexcept {
+// offset from the chunk: in one of the class's lanes, at its start (a cursor moved to a lane the
+// limit then refused) or at the end of its blocks). The lanes are not contiguous (the first lies
+// in group 0), so the lane is the last one starting at or below `end`.
+constexpr std::size_t lane_bytes_below(unsigned cls, std::size_t end) noexcept {
   if (end == 0) return 0;
-  const unsigned lane = lane_number(end - 1);
-  const std::size_t in_lane = end - lane_offset(cls, lane);
-  return lane * whole_lane_bytes(cls) + align_up(in_lane, kPageSize);
+  unsigned lane = kLanesPerClassChunk - 1;
+  while (lane > 0 && lane_offset(cls, lane) > end) --lane;
+  return lane * whole_lane_bytes(cls) + align_up(end - lane_offset(cls, lane), kPageSize);
 }
+static_assert(lane_bytes_below(0, lane_offset(0, 1)) == whole_lane_bytes(0) &&
+              lane_bytes_below(5, lane_offset(5, 1)) == whole_lane_bytes(5) &&
+              lane_bytes_below(5, lane_offset(5, 0) + 100) == kPageSize &&
+              lane_bytes_below(5, lane_offset(5, 3) + 5000) == 3 * whole_lane_bytes(5) + 2 * kPageSize &&
+              lane_bytes_below(20, lane_offset(20, 31) + whole_lane_bytes(20)) == 32 * whole_lane_bytes(20),
+              "a lane's start counts the lanes before it, an end inside a lane its pages up to there");
 
 // The groups holding class `cls`'s lanes 0..last, as a mask.
 std::uint32_t groups_of_lanes(unsigned cls, std::uint32_t last) noexcept {

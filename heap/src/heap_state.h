@@ -230,7 +230,7 @@ inline std::uint64_t purged_blocks(const HeapState* h, unsigned cls) noexcept {
   return std::uint64_t{h->purged_lanes[cls]} * (kLaneSize / kClassSize[cls]);
 }
 // The bytes a class's whole lane commits: its blocks, rounded up to pages.
-inline std::size_t whole_lane_bytes(unsigned cls) noexcept {
+constexpr std::size_t whole_lane_bytes(unsigned cls) noexcept {
   return align_up(kLaneSize / kClassSize[cls] * kClassSize[cls], kPageSize);
 }
 

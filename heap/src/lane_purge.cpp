@@ -23,10 +23,14 @@
 namespace reheap::detail {
 namespace {
 
-// A class block's lane, numbered in its class's carving order: chunk ordinal, then lane number.
+// A class block's lane, numbered in its class's carving order: chunk ordinal, then lane number;
+// past every lane for an address in a class group's unused last slot (a release build's bogus
+// free can put one on a list), so that it counts toward no lane.
 std::uint64_t heap_lane_number(std::uintptr_t a) noexcept {
+  const unsigned lane = lane_number(a);
+  if (lane >= kLanesPerClassChunk) return ~std::uint64_t{0};
   const ChunkHeader* chunk = class_header(ZoneImpl::chunk_base(a));
-  return std::uint64_t{chunk->ordinal} * kLanesPerClassChunk + lane_number(a);
+  return std::uint64_t{chunk->ordinal} * kLanesPerClassChunk + lane;
 }
 
 // Makes sure the purge map's entry for `ordinal` lies in pages the heap counts as committed.

@@ -164,7 +164,8 @@ class StateCheck {
   bool purged(std::uintptr_t a, unsigned cls) const noexcept {
     const std::uint32_t ordinal = class_header(align_down(a - h_.zone_base, kChunkSize) + h_.zone_base)->ordinal;
     if (ordinal >= kPurgeMapChunks) return false;
-    return (map_[ordinal].lanes[cls] >> lane_number(a)) & 1;
+    const unsigned lane = lane_number(a);
+    return lane < kLanesPerClassChunk && ((map_[ordinal].lanes[cls] >> lane) & 1) != 0;
   }
 
   // Large chunks and huge runs: one doubly linked list; each run listed, whole, with its use.
