@@ -4,7 +4,8 @@
 // chunk's group 0, the rest in one range), then the next class chunk of the heap (taking a new one
 // from the zone when there is none). Inside a lane it bumps a cursor through a committed window
 // that grows a page at a time, so the heap's committed bytes (and its limit) follow the pages
-// actually touched, and an idle heap stays a few pages. A class that has already carved kWholeLaneAfter bytes commits each new lane whole instead, in one
+// actually touched, and an idle heap stays a few pages. A class that has already carved
+// kWholeLaneAfter bytes commits each new lane whole instead, in one
 // MADV_POPULATE_WRITE: it will fill the lane, and one call costs less than a fault per page.
 #include <cstring>
 
