@@ -300,10 +300,15 @@ void Worker::teardown(Cell* c) {
     runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
     count_consumed();
   }
-  settled(c);
+  // The stop settles only once the table no longer holds the cell: a wait_idle that sees nothing
+  // in flight must see the reactor gone (alive() false). After release the cell may be another
+  // reactor's already, so its flag is read and cleared before.
+  const bool settling = c->settling;
+  c->settling = false;
   disown(c);
   c->state = CellState::kFree;
   runtime_.cells.release(c);
+  if (settling) count_consumed();
   runtime_.notify_stopped();
 }
 
