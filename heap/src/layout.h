@@ -16,7 +16,7 @@
 // (class_of_address): that is how deallocation finds the class without a header. All classes'
 // first lanes lie in group 0, so an idle heap touches one page-table page; a class that outgrows
 // its first lane carves the rest of the chunk's share in one range, so that its blocks lie packed
-// (a hash table's nodes in 8 regions of 2 MiB per 16 MiB, not 256: fewer page-table pages for the
+// (16 MiB of a hash table's nodes in 16 regions of 2 MiB, not 256: fewer page-table pages for the
 // TLB misses of random access to walk, tools/bench/lane_locality).
 #pragma once
 
@@ -46,7 +46,8 @@ inline constexpr std::size_t kPagesPerChunk = kChunkSize / kPageSize;
 
 inline constexpr unsigned kHeaderLane = kNumClasses;
 inline constexpr unsigned kShadowLane = kLanesPerGroup - 1;
-inline constexpr unsigned kLanesPerClassChunk = 32;  // a class's lanes in one class chunk
+// A class's lanes in one class chunk: one in group 0, and all but the last lane of its own group.
+inline constexpr unsigned kLanesPerClassChunk = 1 + (kLanesPerGroup - 1);
 
 // Large chunks: the page table has one 16-bit entry per page of the chunk.
 inline constexpr std::size_t kPageTablePages = kPagesPerChunk * 2 / kPageSize;

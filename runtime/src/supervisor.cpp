@@ -49,7 +49,6 @@ void report(RuntimeImpl& rt, Cell* c, const ReactorFailed& failure) {
   }
 }
 
-
 // The report of c's failure, before its outcome is known.
 ReactorFailed failure_of(const Cell* c) {
   ReactorFailed failure;

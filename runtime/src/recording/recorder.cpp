@@ -111,6 +111,8 @@ class ReactorRecorder final : public Recorder, private LogSink, private ChunkPla
   // and its log in the same directory (the file mode's bound, anchor_every_bytes).
   bool anchor(Cell* c, std::uint64_t events, bool rotate = false);
   void write_input(const Event& event);
+  // Writes the block held now to the sink, between two events; a failing sink stops the recording.
+  void flush_log(Cell* c);
   void write_crash_bundle(Cell* c);
   // The manifest's fields a failure does not tell.
   CrashManifest manifest_base() const;
@@ -389,7 +391,7 @@ void ReactorRecorder::write_block(std::uint64_t events_before, std::span<const u
   }
 }
 
-void ReactorRecorder::before_snapshot(Cell* c) {
+void ReactorRecorder::flush_log(Cell* c) {
   if (stopped_ || !anchored_) return;
   HeapScope system(nullptr);
   try {
@@ -399,9 +401,11 @@ void ReactorRecorder::before_snapshot(Cell* c) {
   }
 }
 
+void ReactorRecorder::before_snapshot(Cell* c) { flush_log(c); }
+
 void ReactorRecorder::flush_when_idle(Cell* c) {
   // A ring lives in the process's memory: writing its block there saves nothing from a crash.
-  if (options_.mode == RecordingMode::kFile && writer_.pending_bytes() != 0) before_snapshot(c);
+  if (options_.mode == RecordingMode::kFile && writer_.pending_bytes() != 0) flush_log(c);
 }
 
 void ReactorRecorder::write_ring(const std::filesystem::path& directory) const {

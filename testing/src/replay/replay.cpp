@@ -352,7 +352,7 @@ void Replay::seek(std::uint64_t event) {
 
 ActorRef Replay::continue_in(TestRuntime& runtime) {
   Use use(impl_->use, "Replay::continue_in");
-  detail::ExclusiveUse::Scope runtime_use(runtime.impl_->use, "Replay::continue_in");
+  Use runtime_use(runtime.impl_->use, "Replay::continue_in");
   reactor_base();
   if (!impl_->stopped.empty()) {
     throw std::logic_error("reheap::testing::Replay::continue_in: the replay stopped (" + impl_->stopped +
