@@ -6,6 +6,11 @@
 
 namespace reheap::detail {
 
-extern constinit thread_local HeapState* t_current;
+// Initial-exec: the library is built position-independent, where the default TLS model makes
+// every read a __tls_get_addr call, and operator new and delete then keep their argument in a
+// callee-saved register around it (a push and a pop on every call, even after the linker
+// relaxes the call away). The library is linked into executables, whose static TLS block has
+// room (the runtime's slots do the same: host_slot.h).
+extern constinit thread_local HeapState* t_current [[gnu::tls_model("initial-exec")]];
 
 }  // namespace reheap::detail

@@ -6,7 +6,7 @@ namespace reheap {
 namespace detail {
 
 constinit HeapState g_no_heap{kNoHeapId};
-constinit thread_local HeapState* t_current = &g_no_heap;
+constinit thread_local HeapState* t_current [[gnu::tls_model("initial-exec")]] = &g_no_heap;
 
 }  // namespace detail
 
