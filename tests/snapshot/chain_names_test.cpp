@@ -193,12 +193,13 @@ TEST_F(ChainNames, VerifyChainListsABadFileOnceAndExitsOne) {
   EXPECT_EQ(listed(result), (Names{"d/s", "./d/s.inc1", "d/s.inc2"})) << result.out;
   EXPECT_NE(result.out.find("./d/s.inc1: truncated: "), std::string::npos) << result.out;
 
-  // Without the full snapshot there is no chain: each increment given is bad once.
+  // Without the full snapshot there is no chain: each increment given is bad once, listed
+  // oldest first as far as the links go.
   fs::rename(dir_ / "whole", dir_ / "d" / "s.inc1");
   fs::remove(dir_ / "d" / "s");
   result = verify({"--chain", "d/s.inc2", "./d/s.inc2", absolute("d/s.inc2"), "d/s.inc1"});
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
-  EXPECT_EQ(listed(result), (Names{"d/s.inc2", "d/s.inc1"})) << result.out;
+  EXPECT_EQ(listed(result), (Names{"d/s.inc1", "d/s.inc2"})) << result.out;
   EXPECT_NE(result.out.find("d/s.inc2: broken-chain: "), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("d/s.inc1: broken-chain: "), std::string::npos) << result.out;
 }

@@ -571,6 +571,60 @@ TEST_F(ReheapSnap, InfoAndVerifyExplainABrokenChain) {
   EXPECT_TRUE(fs::is_empty(tmp)) << "diff left " << fs::directory_iterator(tmp)->path();
 }
 
+TEST_F(ReheapSnap, VerifyChainChecksEveryReadableFileUpToABrokenLink) {
+  Heap& heap = make_heap();
+  fill(heap.allocate(8192), 8192, 18);
+  snapshotter_->save(path("base.snap"));
+  fill(heap.allocate(8192), 8192, 19);
+  if (snapshotter_->save_increment(path("inc1.snap")).kind != SnapshotKind::kIncremental) {
+    GTEST_SKIP() << "no write tracking here: " << snapshotter_->tracking();
+  }
+  fill(heap.allocate(8192), 8192, 20);
+  ASSERT_EQ(snapshotter_->save_increment(path("inc2.snap")).kind, SnapshotKind::kIncremental);
+  fs::remove(path("base.snap"));
+  const ToolResult result = run_tool({"verify", "--chain", "--json", path("inc2.snap")});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  const Json files = parse_or_fail(result.out)["files"];
+  ASSERT_EQ(files.items.size(), 2u) << "inc1, readable, is checked although its own parent is gone:\n"
+                                    << result.out;
+  // Oldest first, as a chain is listed.
+  EXPECT_EQ(files[0]["file"].text, path("inc1.snap"));
+  EXPECT_EQ(files[1]["file"].text, path("inc2.snap"));
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_FALSE(files[i]["ok"].flag);
+    EXPECT_EQ(files[i]["error"].text, to_string(SnapshotErrc::kBrokenChain));
+  }
+  EXPECT_NE(files[0]["message"].text.find("base.snap is missing"), std::string::npos) << result.out;
+  EXPECT_NE(files[1]["message"].text.find("inc1.snap is bad"), std::string::npos) << result.out;
+}
+
+TEST_F(ReheapSnap, VerifyChainCallsAnIncrementBuiltOnADamagedParentBad) {
+  Heap& heap = make_heap();
+  fill(heap.allocate(64 * 1024), 64 * 1024, 21);
+  snapshotter_->save(path("base.snap"));
+  fill(heap.allocate(8192), 8192, 22);
+  if (snapshotter_->save_increment(path("inc.snap")).kind != SnapshotKind::kIncremental) {
+    GTEST_SKIP() << "no write tracking here: " << snapshotter_->tracking();
+  }
+  // A damaged page of the parent: its header, and so the link, stay intact.
+  copy_with_a_bit_flipped(path("base.snap"), path("flipped.snap"), fs::file_size(path("base.snap")) / 2);
+  fs::rename(path("flipped.snap"), path("base.snap"));
+  EXPECT_EQ(run_tool({"verify", path("inc.snap")}).exit_code, 0) << "the increment alone is intact";
+  const ToolResult result = run_tool({"verify", "--chain", "--json", path("inc.snap")});
+  EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
+  const Json files = parse_or_fail(result.out)["files"];
+  ASSERT_EQ(files.items.size(), 2u) << result.out;
+  EXPECT_EQ(files[0]["file"].text, path("base.snap"));
+  EXPECT_EQ(files[0]["error"].text, to_string(SnapshotErrc::kCorrupt)) << result.out;
+  EXPECT_EQ(files[1]["file"].text, path("inc.snap"));
+  EXPECT_FALSE(files[1]["ok"].flag) << "an increment restores only through its damaged parent:\n"
+                                    << result.out;
+  EXPECT_EQ(files[1]["error"].text, to_string(SnapshotErrc::kBrokenChain));
+  EXPECT_NE(files[1]["message"].text.find("base.snap is bad (corrupt)"), std::string::npos) << result.out;
+  const ToolResult text = run_tool({"verify", "--chain", path("inc.snap")});
+  EXPECT_EQ(text.out.find(": ok ("), std::string::npos) << "no file of the chain is listed ok:\n" << text.out;
+}
+
 TEST_F(ReheapSnap, JsonEscapesAnyFileName) {
   Heap& heap = make_heap();
   fill(heap.allocate(100), 100, 17);

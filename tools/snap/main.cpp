@@ -29,7 +29,9 @@ Commands:
                                verified" and exits 4
   verify FILE... [--chain] [--json]
                                read every byte of each file and check every checksum and
-                               structural rule; --chain also verifies each file's parents
+                               structural rule; --chain also verifies each file's parents,
+                               every readable one, and calls a file bad whose chain is
+                               broken or holds a bad file
   diff A B [--json] [--max-lines N]
                                the pages that differ between the heap states A and B: pages
                                only in A, only in B, changed pages and changed bytes, as

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,5 +150,12 @@ void read_snapshot_bytes(const std::filesystem::path& file, std::uintptr_t addre
 // recorded name: "d/s.inc2" gives "d/s", "s.inc2" gives "s", and "e/s.inc2" with a parent in d
 // gives "d/s" (not "e/../d/s") where that is the same file.
 std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& latest);
+
+// One link of that chain: the parent the increment `child` was built on, as snapshot_chain()
+// reaches and checks it, or nothing for a full snapshot. Throws kBrokenChain naming `child` when
+// the parent is missing, unreadable or another snapshot, and what read_snapshot_header() throws
+// when `child` itself cannot be read. For a caller that must go on past a broken link (a check
+// of every readable file of a chain), where snapshot_chain() stops at the first.
+std::optional<std::filesystem::path> snapshot_parent(const std::filesystem::path& child);
 
 }  // namespace reheap

@@ -1,6 +1,7 @@
 // Whole-file checks, parent chains and reads of a few bytes, built on SnapshotReader.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -50,7 +51,53 @@ std::filesystem::path parent_of(const std::filesystem::path& child_file, const s
   return std::filesystem::equivalent(shorter, joined, ec) ? shorter : joined;
 }
 
+// The parent the increment `child` (read from `child_file`) was built on, its link checked: it
+// exists, reads, and is the snapshot the child names (id, heap, zone, generation, build).
+// `*parent` gets its header. Throws kBrokenChain naming the child otherwise.
+std::filesystem::path linked_parent(const std::filesystem::path& child_file, const SnapshotHeader& child,
+                                    SnapshotHeader* parent) {
+  const std::filesystem::path parent_file = parent_of(child_file, child.parent_file);
+  std::error_code ec;
+  if (!std::filesystem::exists(parent_file, ec)) {
+    fail(SnapshotErrc::kBrokenChain, child_file.string(),
+         "its parent snapshot " + parent_file.string() + " is missing");
+  }
+  try {
+    *parent = read_snapshot_header(parent_file);
+  } catch (const SnapshotError& e) {
+    throw SnapshotError(SnapshotErrc::kBrokenChain, child_file.string() + ": its parent is unreadable: " + e.what());
+  }
+  const char* mismatch = nullptr;
+  if (parent->id != child.parent_id) {
+    mismatch = "is a different snapshot than the one it was built on (ids differ: replaced or overwritten?)";
+  } else if (parent->heap_id != child.heap_id || parent->zone_base != child.zone_base ||
+             parent->zone_size != child.zone_size || parent->page_size != child.page_size ||
+             parent->chunk_size != child.chunk_size) {
+    mismatch = "belongs to another heap or zone";
+  } else if (parent->generation + 1 != child.generation) {
+    mismatch = "has the wrong generation";
+  } else if (parent->checked_build != child.checked_build) {
+    // A Snapshotter never writes such a chain (its first save after a converted restore is
+    // full), and restore converts a heap once, from the files of one build (checked_conversion.h).
+    mismatch = child.checked_build
+                   ? "was saved by a build without REHEAP_CHECKS, it by one with (a chain is one build's)"
+                   : "was saved by a build with REHEAP_CHECKS, it by one without (a chain is one build's)";
+  }
+  if (mismatch != nullptr) {
+    fail(SnapshotErrc::kBrokenChain, child_file.string(), "its parent " + parent_file.string() + " " + mismatch);
+  }
+  return parent_file;
+}
+
 }  // namespace
+
+std::optional<std::filesystem::path> snapshot_parent(const std::filesystem::path& child_file) {
+  HeapScope system(nullptr);
+  const SnapshotHeader child = read_snapshot_header(child_file);
+  if (child.kind != SnapshotKind::kIncremental) return std::nullopt;
+  SnapshotHeader parent;
+  return linked_parent(child_file, child, &parent);
+}
 
 std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& latest) {
   HeapScope system(nullptr);
@@ -58,42 +105,12 @@ std::vector<std::filesystem::path> snapshot_chain(const std::filesystem::path& l
   SnapshotHeader child = read_snapshot_header(latest);
   std::set<std::uint64_t> seen{child.id};
   while (child.kind == SnapshotKind::kIncremental) {
-    const std::filesystem::path& child_file = chain.back();
-    const std::filesystem::path parent_file = parent_of(child_file, child.parent_file);
-    std::error_code ec;
-    if (!std::filesystem::exists(parent_file, ec)) {
-      fail(SnapshotErrc::kBrokenChain, child_file.string(),
-           "its parent snapshot " + parent_file.string() + " is missing");
-    }
     SnapshotHeader parent;
-    try {
-      parent = read_snapshot_header(parent_file);
-    } catch (const SnapshotError& e) {
-      throw SnapshotError(SnapshotErrc::kBrokenChain, child_file.string() + ": its parent is unreadable: " + e.what());
-    }
-    const char* mismatch = nullptr;
-    if (parent.id != child.parent_id) {
-      mismatch = "is a different snapshot than the one it was built on (ids differ: replaced or overwritten?)";
-    } else if (parent.heap_id != child.heap_id || parent.zone_base != child.zone_base ||
-               parent.zone_size != child.zone_size || parent.page_size != child.page_size ||
-               parent.chunk_size != child.chunk_size) {
-      mismatch = "belongs to another heap or zone";
-    } else if (parent.generation + 1 != child.generation) {
-      mismatch = "has the wrong generation";
-    } else if (parent.checked_build != child.checked_build) {
-      // A Snapshotter never writes such a chain (its first save after a converted restore is
-      // full), and restore converts a heap once, from the files of one build (checked_conversion.h).
-      mismatch = child.checked_build
-                     ? "was saved by a build without REHEAP_CHECKS, it by one with (a chain is one build's)"
-                     : "was saved by a build with REHEAP_CHECKS, it by one without (a chain is one build's)";
-    }
-    if (mismatch != nullptr) {
-      fail(SnapshotErrc::kBrokenChain, child_file.string(), "its parent " + parent_file.string() + " " + mismatch);
-    }
+    std::filesystem::path parent_file = linked_parent(chain.back(), child, &parent);
     if (!seen.insert(parent.id).second) {
-      fail(SnapshotErrc::kBrokenChain, child_file.string(), "the chain of parents loops");
+      fail(SnapshotErrc::kBrokenChain, chain.back().string(), "the chain of parents loops");
     }
-    chain.push_back(parent_file);
+    chain.push_back(std::move(parent_file));
     child = std::move(parent);
   }
   return std::vector<std::filesystem::path>(chain.rbegin(), chain.rend());
