@@ -85,7 +85,11 @@ std::vector<Outcome> verify_all(const Options& options) {
       } catch (const SnapshotError& error) {
         broken = error;
       }
-      if (!parent || !on_walk.insert(identity_of(*parent)).second) break;
+      if (!parent) break;
+      if (!on_walk.insert(identity_of(*parent)).second) {
+        broken = SnapshotError(SnapshotErrc::kBrokenChain, links.back().string() + ": the chain of parents loops");
+        break;
+      }
       links.push_back(*parent);
     }
     std::vector<std::size_t> walk(links.size());
