@@ -42,6 +42,13 @@ namespace reheap::detail {
 class Worker;
 struct TimerHandle;
 struct TcpSocket;
+namespace replay {
+class ExactRestart;
+}
+// Deletes an ExactRestart where its type is complete (replay/exact_restart.cpp).
+struct ExactRestartDeleter {
+  void operator()(replay::ExactRestart* restart) const noexcept;
+};
 
 enum class CellState : std::uint8_t {
   kFree,      // no reactor
@@ -94,6 +101,9 @@ struct Cell {
   std::size_t worker_position = 0;  // index in its worker's cells()
   CellSnapshots snap;          // its snapshot chain and restart checkpoint
   CellSupervision supervision;  // what failed, and its restarts
+  // A recorded reactor coming back exactly (replay/exact_restart.h, restart.h): while set, the
+  // replay of its log runs at its turns and nothing else reaches it.
+  std::unique_ptr<replay::ExactRestart, ExactRestartDeleter> restart;
   std::unique_ptr<Recorder> recorder;  // its recording, if it is recorded (recorder.h)
   CellPlacement placement;  // the locality policy's counters (placement.h)
 

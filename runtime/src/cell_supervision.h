@@ -15,6 +15,8 @@ struct CellSupervision {
   FailureKind kind = FailureKind::kException;
   std::string what;
   std::string hook;
+  std::string exception_type;  // the thrown object's C++ type ("" if not a std::exception)
+  std::string reactor_type;    // the failed reactor's C++ type
   std::deque<std::chrono::steady_clock::time_point> restart_times;  // within restart_window
 
   // As a new one, in place: a fresh std::deque allocates (and the old one frees) its buffers,
@@ -24,6 +26,8 @@ struct CellSupervision {
     kind = FailureKind::kException;
     what.clear();
     hook.clear();
+    exception_type.clear();
+    reactor_type.clear();
     restart_times.clear();
   }
 };

@@ -31,6 +31,10 @@ void Worker::after_hook(Cell* c) {
     // Teardown happens in run_cell, the one place that holds the cell's queue token, so that a
     // freed cell is never still on a queue. It settles the stop.
     if (running_ != c && c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) push_ready(c);
+  } else if (c->restart != nullptr) {
+    // Restarting exactly: its turns replay its past, and the restart settles the failure when it
+    // is done (restart.cpp). A turn must come even if no message does.
+    if (running_ != c && c->scheduled.exchange(1, std::memory_order_seq_cst) == 0) push_ready(c);
   } else {
     settled(c);  // restarted, or nothing was under way
   }
@@ -46,6 +50,18 @@ void Worker::request_stop(Cell* c, bool graceful) {
 
 void Worker::run_cell(Cell* c) {
   if (c->state == CellState::kFree) return;  // stays parked (scheduled == 1)
+  if (c->restart != nullptr) [[unlikely]] {
+    // A slice of an exact restart, then the other reactors' turns and the loop's I/O: the cell
+    // comes back at the next turn (still scheduled) until its restart is done.
+    const HandlerClock clock(c);
+    if (!continue_restart(*this, c)) {
+      push_remote(c);
+      return;
+    }
+    // Fallen back to its last snapshot: its restore hooks first, whose after_hook settles the
+    // failure.
+    if (!c->started && c->state == CellState::kLive) run_start_hooks(c);
+  }
   // A move that a socket holds back (tcp_move.cpp) waits; the reactor runs here meanwhile.
   if (c->move_to != nullptr && move_out(c)) return;
   running_ = c;
@@ -56,6 +72,10 @@ void Worker::run_cell(Cell* c) {
   running_ = nullptr;
   if (c->state == CellState::kStopping) {
     teardown(c);  // parks the cell
+    return;
+  }
+  if (c->restart != nullptr) [[unlikely]] {
+    push_remote(c);  // failed during this turn and restarts exactly: its replay begins next turn
     return;
   }
   if (c->placement.due()) [[unlikely]] evaluate_placement(*this, c);
@@ -76,7 +96,7 @@ void Worker::catch_up(Cell* c) {
   // one, stored with release by whoever wrote the fields read next: move_out (it wrote
   // `arriving`) or, for a new occupant, publish (runtime.cpp; `started` is still false).
   if (c->worker.load(std::memory_order_acquire) != this || c->arriving ||
-      c->move_to != nullptr || c->state != CellState::kLive || !c->started) {
+      c->move_to != nullptr || c->state != CellState::kLive || !c->started || c->restart != nullptr) {
     return;
   }
   const std::uint32_t batch = runtime_.config.batch;
@@ -108,7 +128,7 @@ void Worker::run_messages(Cell* c, std::uint32_t budget) {
   const bool drop_oldest =
       capacity != 0 && c->options.mailbox.overflow == OverflowPolicy::kDropOldest;
   std::uint32_t n = 0;
-  while (n < budget && c->state == CellState::kLive) {
+  while (n < budget && c->state == CellState::kLive && c->restart == nullptr) {
     Envelope* e = nullptr;
     // Unbounded and unrecorded: the fast path. (A bounded mailbox's envelopes are counted, a
     // recorded reactor's events logged one by one: both stay on the path below.)
@@ -230,6 +250,8 @@ void Worker::run_start_hooks(Cell* c) {
 
 bool Worker::move_out(Cell* c) {
   if (!park_sockets(*this, c)) return false;  // the sockets go first: they may refuse
+  // This worker's queued flush of the recording will not find the reactor here any more.
+  if (c->recorder != nullptr) c->recorder->flush_pending(c);
   Worker* to = c->move_to;
   c->move_to = nullptr;
   c->placement.note_move(std::chrono::steady_clock::now());
@@ -262,6 +284,7 @@ void Worker::disown(Cell* c) {
 }
 
 void Worker::teardown(Cell* c) {
+  if (c->restart != nullptr) c->graceful_stop = false;  // a half-replayed reactor hears no on_stop
   if (c->graceful_stop && c->started && c->reactor != nullptr) {
     c->state = CellState::kLive;  // on_stop may still send and close things
     deliver(c, Event{.kind = EventKind::kStop});
@@ -284,6 +307,7 @@ void Worker::teardown(Cell* c) {
   c->reactor = nullptr;
   {
     HeapScope system(nullptr);
+    c->restart.reset();   // a restart under way ends with its reactor
     c->recorder.reset();  // flushes what it holds, before the heap goes
     c->snap.clear();
     c->heap.reset();

@@ -8,11 +8,12 @@
 #include "reactor_scope.h"
 #include "recorder.h"
 #include "reheap/heap_scope.h"
+#include "type_name.h"
 #include "worker.h"
 
 namespace reheap::detail {
 
-void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook) {
+void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook, const std::type_info* thrown) {
   HeapScope system(nullptr);
   c->supervision.failed = true;
   // Before the event's message is counted consumed: wait_idle waits for the failure's handling.
@@ -20,6 +21,12 @@ void record_failure(Cell* c, FailureKind kind, const char* what, const char* hoo
   c->supervision.kind = kind;
   c->supervision.what = what;
   c->supervision.hook = hook;
+  if (thrown != nullptr) {
+    c->supervision.exception_type = type_name(*thrown);
+  } else {
+    c->supervision.exception_type.clear();
+  }
+  if (c->reactor != nullptr) c->supervision.reactor_type = type_name(typeid(*c->reactor));
 }
 
 namespace {
@@ -30,12 +37,12 @@ void guarded(Cell* c, EventKind kind, Hook&& hook) {
   try {
     hook();
   } catch (const std::bad_alloc& e) {
-    record_failure(c, FailureKind::kOutOfMemory, e.what(), hook_name(kind));
+    record_failure(c, FailureKind::kOutOfMemory, e.what(), hook_name(kind), &typeid(e));
   } catch (const std::exception& e) {
-    record_failure(c, FailureKind::kException, e.what(), hook_name(kind));
+    record_failure(c, FailureKind::kException, e.what(), hook_name(kind), &typeid(e));
   } catch (...) {
     record_failure(c, FailureKind::kException, "an exception not derived from std::exception",
-                   hook_name(kind));
+                   hook_name(kind), nullptr);
   }
 }
 

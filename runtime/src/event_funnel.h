@@ -12,6 +12,8 @@
 // still gets its own event: fresh time answers, the event count, the failure handling.
 #pragma once
 
+#include <typeinfo>
+
 #include "cell.h"
 #include "host_slot.h"
 #include "live_host.h"
@@ -52,7 +54,8 @@ class EventFunnel {
   LiveHost live_;
 };
 
-// What a hook threw, kept (in process memory) for Worker::after_hook.
-void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook);
+// What a hook threw, kept (in process memory) for Worker::after_hook. `thrown`: the exception's
+// dynamic type, if it is a std::exception.
+void record_failure(Cell* c, FailureKind kind, const char* what, const char* hook, const std::type_info* thrown);
 
 }  // namespace reheap::detail

@@ -5,10 +5,7 @@
 // such a message would be delivered to the other type's handler, reading its bytes as another
 // layout. A type registers on its first handle<>() or send (message_type_owns_id caches the
 // answer per type), so the registry's lock is taken once per type, never per message.
-#include <cxxabi.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -17,6 +14,7 @@
 
 #include "reheap/heap_scope.h"
 #include "reheap/message.h"
+#include "type_name.h"
 
 namespace reheap::detail {
 namespace {
@@ -58,11 +56,7 @@ std::string message_type_name_of(std::uint64_t id) {
     if (it == r.owners.end()) return "";
     type = it->second;
   }
-  int status = 0;
-  char* readable = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
-  std::string name = status == 0 && readable != nullptr ? readable : type->name();
-  std::free(readable);
-  return name;
+  return type_name(*type);
 }
 
 void throw_message_type_clash(std::uint64_t id, std::string_view name) {

@@ -20,6 +20,8 @@ struct ReactorAccess {
   static std::uint64_t& recording_id(Reactor& r) noexcept { return r.recording_id_; }
   static ActorRef& self(Reactor& r) noexcept { return r.self_; }
   static TimerId next_timer(Reactor& r) noexcept { return r.next_timer_++; }
+  // The id the reactor's next timer will get: timers with this id or later are not its yet.
+  static TimerId timer_counter(const Reactor& r) noexcept { return r.next_timer_; }
   static SocketId next_socket(Reactor& r) noexcept { return r.next_socket_++; }
   // A replay sets the counter from the recorded socket ids rather than minting them.
   static SocketId& socket_counter(Reactor& r) noexcept { return r.next_socket_; }

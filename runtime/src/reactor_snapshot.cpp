@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "reactor_access.h"
+#include "recorder.h"
 #include "reactor_scope.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap_scope.h"
@@ -17,11 +18,17 @@
 namespace reheap::detail {
 namespace {
 
-// Writes the runtime-side state into the reactor's heap.
-void record_outside_state(Cell* c) {
-  ReactorScope scope(c);
-  record_timers(c);
-  record_sockets(c);
+// Writes the runtime-side state into the reactor's heap. `logged`: a recorded reactor's log says
+// so (for every snapshot but the recording's own anchor, which its log starts after).
+void record_outside_state(Cell* c, bool logged = true) {
+  Recorder* recorder = logged ? c->recorder.get() : nullptr;
+  if (recorder != nullptr) recorder->begin_outside_state(c);
+  {
+    ReactorScope scope(c);
+    record_timers(c);
+    record_sockets(c);
+  }
+  if (recorder != nullptr) recorder->end_outside_state(c);
 }
 
 void clear_outside_state(Cell* c) {
@@ -84,7 +91,7 @@ Snapshotter& snapshotter_of(Cell* c) {
 void write_reactor_aside(Cell* c, ByteSink& sink) {
   HeapScope system(nullptr);
   Snapshotter& s = snapshotter_of(c);
-  record_outside_state(c);
+  record_outside_state(c, false);
   try {
     s.write(sink);
   } catch (...) {
@@ -97,7 +104,7 @@ void write_reactor_aside(Cell* c, ByteSink& sink) {
 void save_reactor_aside(Cell* c, const std::filesystem::path& file) {
   HeapScope system(nullptr);
   Snapshotter& s = snapshotter_of(c);
-  record_outside_state(c);
+  record_outside_state(c, false);
   try {
     s.save(file);
   } catch (...) {

@@ -468,21 +468,4 @@ void Runtime::shutdown() {
   impl_->shutdown();
 }
 
-const char* to_string(FailureKind k) noexcept {
-  switch (k) {
-    case FailureKind::kException: return "exception";
-    case FailureKind::kOutOfMemory: return "out of memory";
-    case FailureKind::kRestoreFailed: return "restore failed";
-  }
-  return "unknown";
-}
-
-const char* to_string(FailureAction a) noexcept {
-  switch (a) {
-    case FailureAction::kStopped: return "stopped";
-    case FailureAction::kRestarted: return "restarted";
-  }
-  return "unknown";
-}
-
 }  // namespace reheap

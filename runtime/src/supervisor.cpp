@@ -6,9 +6,43 @@
 #include <exception>
 
 #include "reactor_snapshot.h"
+#include "restart.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
 #include "worker.h"
+
+namespace reheap {
+
+const char* to_string(FailureKind k) noexcept {
+  switch (k) {
+    case FailureKind::kException: return "exception";
+    case FailureKind::kOutOfMemory: return "out of memory";
+    case FailureKind::kRestoreFailed: return "restore failed";
+  }
+  return "unknown";
+}
+
+const char* to_string(FailureAction a) noexcept {
+  switch (a) {
+    case FailureAction::kStopped: return "stopped";
+    case FailureAction::kRestarted: return "restarted";
+  }
+  return "unknown";
+}
+
+std::string to_string(const ReactorFailed& f) {
+  HeapScope system(nullptr);
+  std::string who;
+  if (!f.reactor_type.empty()) who = f.reactor_type;
+  if (!f.name.empty()) who += (who.empty() ? "\"" : " \"") + f.name + "\"";
+  std::string text = "reactor " + std::to_string(f.reactor.value()) + (who.empty() ? "" : " (" + who + ")") +
+                     " failed in " + f.handler + ": " + (f.exception_type.empty() ? "" : f.exception_type + ": ") +
+                     f.what + "; " + to_string(f.failure_action());
+  if (!f.restart.empty()) text += " (" + f.restart + ")";
+  return text;
+}
+
+}  // namespace reheap
 
 namespace reheap::detail {
 namespace {
@@ -41,11 +75,9 @@ void report(RuntimeImpl& rt, Cell* c, const ReactorFailed& failure) {
     // Nothing of the program's hears of it: without this line a reactor would vanish silently,
     // its later sends answered kNoSuchReactor.
     std::fprintf(stderr,
-                 "reheap: reactor %llu%s%s%s failed in %s: %s; %s (RuntimeConfig::on_failure or "
-                 "SpawnOptions::supervisor handles failures instead of this message)\n",
-                 static_cast<unsigned long long>(failure.reactor.value()), failure.name.empty() ? "" : " (\"",
-                 failure.name.c_str(), failure.name.empty() ? "" : "\")", failure.handler.c_str(),
-                 failure.what.c_str(), to_string(failure.failure_action()));
+                 "reheap: %s (RuntimeConfig::on_failure or SpawnOptions::supervisor handles failures "
+                 "instead of this message)\n",
+                 to_string(failure).c_str());
   }
 }
 
@@ -58,7 +90,46 @@ ReactorFailed failure_of(const Cell* c) {
   failure.handler = c->supervision.hook;
   failure.kind = static_cast<std::uint8_t>(c->supervision.kind);
   failure.restarts = c->stats.restarts;
+  failure.reactor_type = c->supervision.reactor_type;
+  failure.exception_type = c->supervision.exception_type;
   return failure;
+}
+
+void count_restart(Cell* c, ReactorFailed& failure) {
+  c->supervision.restart_times.push_back(std::chrono::steady_clock::now());
+  c->stats.restarts++;
+  failure.action = static_cast<std::uint8_t>(FailureAction::kRestarted);
+  failure.restarts = c->stats.restarts;
+}
+
+void stop_after(Cell* c) {
+  c->state = CellState::kStopping;
+  c->graceful_stop = false;
+}
+
+// Restores c from its last snapshot (restore_in_place) and says what that loses, or stops it
+// when even that fails. `failure` is reported either way; `not_exact` says why the restart could
+// not replay the reactor's recording.
+void restart_from_snapshot(RuntimeImpl& rt, Cell* c, ReactorFailed& failure, const std::string& not_exact) {
+  try {
+    restore_in_place(c);
+    count_restart(c, failure);
+    const std::string from = c->snap.last_snapshot.empty() ? std::string("the checkpoint taken after on_start")
+                                                           : c->snap.last_snapshot.string();
+    failure.restart = "from " + from + ", losing the events handled since; not exactly: " + not_exact;
+    report(rt, c, failure);
+  } catch (const std::exception& e) {
+    // Report the original failure, then the failed restore; the reactor stops.
+    failure.action = static_cast<std::uint8_t>(FailureAction::kStopped);
+    report(rt, c, failure);
+    failure.kind = static_cast<std::uint8_t>(FailureKind::kRestoreFailed);
+    failure.what = e.what();
+    failure.exception_type.clear();
+    failure.handler = "restart";
+    failure.restart.clear();
+    stop_after(c);
+    report(rt, c, failure);
+  }
 }
 
 }  // namespace
@@ -69,31 +140,38 @@ void handle_failure(Worker& w, Cell* c) {
   ReactorFailed failure = failure_of(c);
 
   if (c->options.policy == SupervisionPolicy::kRestart && may_restart(c)) {
+    std::string not_exact;
     try {
-      restore_in_place(c);
-      c->supervision.restart_times.push_back(std::chrono::steady_clock::now());
-      c->stats.restarts++;
-      failure.action = static_cast<std::uint8_t>(FailureAction::kRestarted);
-      failure.restarts = c->stats.restarts;
-      report(rt, c, failure);
-      return;
+      if (begin_exact_restart(w, c, &not_exact)) {
+        count_restart(c, failure);
+        failure.restart = "exact: its recording is replayed up to the failing event";
+        report(rt, c, failure);
+        return;
+      }
     } catch (const std::exception& e) {
-      // Report the original failure, then the failed restore; the reactor stops.
-      failure.action = static_cast<std::uint8_t>(FailureAction::kStopped);
-      report(rt, c, failure);
-      failure.kind = static_cast<std::uint8_t>(FailureKind::kRestoreFailed);
-      failure.what = e.what();
-      failure.handler = "restart";
-      c->state = CellState::kStopping;
-      c->graceful_stop = false;
-      report(rt, c, failure);
-      return;
+      not_exact = std::string("its recording could not be restored: ") + e.what();
     }
+    restart_from_snapshot(rt, c, failure, not_exact);
+    return;
   }
   failure.action = static_cast<std::uint8_t>(FailureAction::kStopped);
-  c->state = CellState::kStopping;
-  c->graceful_stop = false;
+  stop_after(c);
   report(rt, c, failure);
+}
+
+void restart_from_snapshot_instead(Worker& w, Cell* c, const std::string& why) {
+  HeapScope system(nullptr);
+  ReactorFailed failure = failure_of(c);
+  failure.kind = static_cast<std::uint8_t>(FailureKind::kRestoreFailed);
+  failure.handler = "restart";
+  failure.what = "the exact restart stopped: " + why;
+  failure.exception_type.clear();
+  // The restart was counted when it began.
+  c->supervision.restart_times.pop_back();
+  c->stats.restarts--;
+  restart_from_snapshot(w.runtime(), c, failure, why);
+  // Restored: its restore hooks run next (Worker::run_cell), and their after_hook settles the
+  // failure; stopping: the teardown does.
 }
 
 void report_stop_failure(Worker& w, Cell* c) {

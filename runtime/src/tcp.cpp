@@ -525,4 +525,23 @@ std::size_t abort_connections(Cell* c, std::error_code error) {
   return closed;
 }
 
+void hold_listeners(Cell* c, bool hold) {
+  for (const auto& [id, s] : c->sockets) {
+    if (!s->listener || s->closing || s->parked) continue;
+    if (hold) {
+      uv_poll_stop(&s->poll);
+    } else if (const int rc = uv_poll_start(&s->poll, UV_READABLE, on_listener_ready); rc != 0) {
+      fail(s, uv_error(rc));  // heard as on_closed, as any listener that fails
+    }
+  }
+}
+
+void drop_sockets_from(Cell* c, SocketId first) {
+  for (auto it = c->sockets.lower_bound(first); it != c->sockets.end();) {
+    TcpSocket* s = it->second;
+    ++it;
+    drop(s, false);
+  }
+}
+
 }  // namespace reheap::detail

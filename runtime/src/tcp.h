@@ -54,5 +54,10 @@ std::size_t abort_connections(Cell* c, std::error_code error);
 // attach_sockets runs on the new worker before the reactor's next event.
 bool park_sockets(Worker& w, Cell* c);
 void attach_sockets(Worker& w, Cell* c);
+// Exact restarts (restart.h): listeners stop accepting while the reactor's past is replayed (an
+// accept mints its id in the reactor's heap), and the sockets the failing event opened, which the
+// restored reactor never heard of, are closed without a hook.
+void hold_listeners(Cell* c, bool hold);
+void drop_sockets_from(Cell* c, SocketId first);
 
 }  // namespace reheap::detail

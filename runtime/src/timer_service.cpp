@@ -157,4 +157,35 @@ void restart_recorded_timers(Worker& w, Cell* c) {
   saved.clear();
 }
 
+std::optional<TimerState> timer_state(const Cell* c, TimerId id) {
+  const auto it = c->timers.find(id);
+  if (it == c->timers.end()) return std::nullopt;
+  return TimerState{id, it->second->due_ns, it->second->period_ms};
+}
+
+void add_parked_timer(Cell* c, const TimerState& timer) {
+  HeapScope system(nullptr);
+  auto* h = new TimerHandle{};
+  h->cell = c;
+  h->owner = c->id.load(std::memory_order_relaxed);
+  h->id = timer.id;
+  h->period_ms = timer.period_ms;
+  h->due_ns = timer.due_ns;
+  h->left_ns = left_ns(timer.due_ns);
+  h->parked = true;
+  if (!c->timers.emplace(timer.id, h).second) delete h;  // it lives: nothing to bring back
+}
+
+void forget_timers_from(Cell* c, TimerId first) {
+  HeapScope system(nullptr);
+  for (auto it = c->timers.lower_bound(first); it != c->timers.end(); it = c->timers.erase(it)) {
+    TimerHandle* h = it->second;
+    if (h->parked) {
+      delete h;  // attached to no loop
+    } else {
+      uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), on_closed);
+    }
+  }
+}
+
 }  // namespace reheap::detail

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
 #include "cell.h"
+#include "timer_state.h"
 
 namespace reheap::detail {
 
@@ -29,5 +31,11 @@ void rearm_timers(Worker& w, Cell* c, ParkedTime time = ParkedTime::kKeepsRunnin
 void record_timers(Cell* c);
 // After a restore: start the timers recorded in the reactor's heap.
 void restart_recorded_timers(Worker& w, Cell* c);
+// Exact restarts (replay/exact_restart.h): a live timer as it stands (nullopt: none with that
+// id), and a timer put back as it stood, parked (rearm_timers arms it).
+std::optional<TimerState> timer_state(const Cell* c, TimerId id);
+void add_parked_timer(Cell* c, const TimerState& timer);
+// Stops and frees the timers whose ids are `first` or later.
+void forget_timers_from(Cell* c, TimerId first);
 
 }  // namespace reheap::detail

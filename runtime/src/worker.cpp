@@ -48,6 +48,9 @@ Worker::Worker(RuntimeImpl& runtime, int index) : runtime_(runtime), index_(inde
   check_uv(uv_timer_init(&loop_, &purge_timer_), "uv_timer_init");
   purge_timer_.data = this;
   uv_unref(reinterpret_cast<uv_handle_t*>(&purge_timer_));  // never what keeps the loop running
+  check_uv(uv_timer_init(&loop_, &flush_timer_), "uv_timer_init");
+  flush_timer_.data = this;
+  uv_unref(reinterpret_cast<uv_handle_t*>(&flush_timer_));
   read_buffer_ = static_cast<char*>(std::malloc(kReadBufferSize));
   if (read_buffer_ == nullptr) throw std::bad_alloc();
 }
@@ -228,10 +231,43 @@ void Worker::on_purge(uv_timer_t* handle) {
       c->heap->purge_free_runs();
       c->heap->purge_free_lanes();
     } else {
-      c->recorder->flush_when_idle(c);
+      c->recorder->flush_pending(c);
     }
   }
   w->idle_purges.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Worker::queue_recording_flush(Cell* c, std::chrono::milliseconds within) {
+  {
+    HeapScope system(nullptr);  // called at a recorded event's end, the reactor's heap current
+    queued_flushes_.push_back(QueuedFlush{c, c->id.load(std::memory_order_relaxed)});
+  }
+  uv_update_time(&loop_);
+  const auto delay = static_cast<std::uint64_t>(within.count());
+  const std::uint64_t due = uv_now(&loop_) + delay;
+  if (flush_due_ms_ == 0 || due < flush_due_ms_) {
+    flush_due_ms_ = due;
+    uv_timer_start(&flush_timer_, &Worker::on_recording_flush, delay, 0);
+  }
+}
+
+// Between two turns, so between two events of every reactor here.
+void Worker::on_recording_flush(uv_timer_t* handle) {
+  auto* w = static_cast<Worker*>(handle->data);
+  w->flush_due_ms_ = 0;
+  std::vector<QueuedFlush> due;
+  due.swap(w->queued_flushes_);
+  for (const QueuedFlush& q : due) {
+    Cell* c = q.cell;
+    if (c->id.load(std::memory_order_relaxed) != q.ref || c->worker.load(std::memory_order_relaxed) != w ||
+        c->recorder == nullptr || c->state == CellState::kFree) {
+      continue;
+    }
+    c->recorder->flush_pending(c);
+  }
+  HeapScope system(nullptr);
+  due.clear();
+  if (w->queued_flushes_.empty()) w->queued_flushes_.swap(due);  // keep the capacity
 }
 
 void Worker::on_check(uv_check_t* handle) {

@@ -39,6 +39,7 @@
 #include "intrusive_stack.h"
 #include "outbox.h"
 #include "reactor_scope.h"
+#include "restart.h"
 
 namespace reheap::detail {
 
@@ -129,7 +130,12 @@ class Worker {
   bool in_event() const noexcept { return in_event_; }
 
   // Worker thread: one event from the loop (a timer, a socket): delivered, timed, then after_hook.
+  // A reactor restarting exactly (restart.h) gets it once the restart is done.
   void deliver_event(Cell* c, const Event& event) {
+    if (c->restart != nullptr) [[unlikely]] {
+      defer_during_restart(c, event);
+      return;
+    }
     const HandlerClock clock(c);
     deliver(c, event);
     after_hook(c);
@@ -141,6 +147,10 @@ class Worker {
 
   // Worker thread: the reactor stops after the current hook (on_stop first if `graceful`).
   void request_stop(Cell* c, bool graceful);
+
+  // Worker thread: calls c's recorder's flush_pending within `within` (recorder.h), unless c has
+  // left this worker or stopped by then.
+  void queue_recording_flush(Cell* c, std::chrono::milliseconds within);
 
   // Counters the runtime sums for wait_idle (see runtime_impl.h). Only this worker's thread
   // writes them, so a relaxed load and store replace a locked read-modify-write.
@@ -213,6 +223,7 @@ class Worker {
   static void on_prepare(uv_prepare_t* handle);
   static void on_check(uv_check_t* handle);
   static void on_purge(uv_timer_t* handle);
+  static void on_recording_flush(uv_timer_t* handle);
 
   RuntimeImpl& runtime_;
   const int index_;
@@ -230,6 +241,15 @@ class Worker {
   static constexpr std::uint64_t kPurgeAfterIdleMs = 500;
   uv_timer_t purge_timer_{};
   bool ran_cells_ = false;  // since purge_timer_ was last started
+  // Recorded reactors whose logs wait to be written (queue_recording_flush), by reference, for
+  // the timer to skip a cell that moved or was reused meanwhile.
+  struct QueuedFlush {
+    Cell* cell;
+    std::uint64_t ref;
+  };
+  std::vector<QueuedFlush> queued_flushes_;
+  uv_timer_t flush_timer_{};
+  std::uint64_t flush_due_ms_ = 0;  // loop time the flush timer fires at; 0: not armed
   bool idle_active_ = false;
   bool in_event_ = false;
   Cell* running_ = nullptr;  // the cell run_cell is running

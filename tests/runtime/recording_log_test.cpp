@@ -154,6 +154,9 @@ std::vector<LogRecord> every_kind() {
   LogRecord hash = make(RecordKind::kStateHash);
   hash.digest = 0xabcdef0123456789ull;
   v.push_back(hash);
+  LogRecord outside = make(RecordKind::kOutsideState);
+  outside.numbers = {1, 4, -5, 2'000'000, 2, 7, 9};  // one timer (id 4), two sockets
+  v.push_back(outside);
   LogRecord timer = make(RecordKind::kTimer);
   timer.id = 8;
   v.push_back(timer);
@@ -217,6 +220,7 @@ void expect_same(const LogRecord& a, const LogRecord& b) {
   EXPECT_EQ(a.bytes, b.bytes) << to_string(a.kind);
   EXPECT_EQ(a.text, b.text) << to_string(a.kind);
   EXPECT_EQ(a.detail, b.detail) << to_string(a.kind);
+  EXPECT_EQ(a.numbers, b.numbers) << to_string(a.kind);
 }
 
 TEST(RecordingLog, EveryRecordKindSurvivesARoundTrip) {
@@ -321,10 +325,12 @@ void write_two_segments(const std::filesystem::path& dir, const LogHeader& first
   FileOfBlocks first(dir / "log-1.rlog", first_header);
   LogWriter writer(first, 0);
   writer.append(make(RecordKind::kStart));
+  writer.close_event();
   writer.flush();
   FileOfBlocks second(dir / "log-2.rlog", second_header);
   LogWriter other(second, 1);
   other.append(make(RecordKind::kStop));
+  other.close_event();
   other.flush();
 }
 
@@ -360,7 +366,9 @@ TEST(RecordingLog, AFlippedBitIsCorruptionNamingTheBlock) {
   EXPECT_NE(what.find("event " + std::to_string(e.event())), std::string::npos) << what;
 }
 
-TEST(RecordingLog, ATruncatedLogSaysWhereItEnds) {
+// A last block cut short (a process killed while it wrote it) ends the log at the block before, and
+// the reader says so; the same cut in a segment that is not the last is damage.
+TEST(RecordingLog, ATornLastBlockEndsTheLogAtTheBlockBeforeAndSaysSo) {
   TempDir dir;
   std::vector<std::size_t> blocks;
   const std::filesystem::path file = write_messages(dir, 3, 6'000, &blocks);
@@ -368,21 +376,60 @@ TEST(RecordingLog, ATruncatedLogSaysWhereItEnds) {
   std::vector<unsigned char> bytes = read_bytes(file);
   bytes.resize(blocks.back() + 500);  // the last block is cut short
   write_bytes(file, bytes);
-  const RecordingError e = read_until_error(file);
-  EXPECT_EQ(e.code(), RecordingErrc::kTruncated);
-  // Everything before the last block was read: the log ends at its last whole block's event.
   LogReader reader(file);
   LogRecord r;
   std::uint64_t last = 0;
-  try {
-    while (reader.next(r)) last = reader.position();
-  } catch (const RecordingError&) {
-  }
-  EXPECT_EQ(e.event(), last);
+  while (reader.next(r)) last = reader.position();
   EXPECT_LT(last, 6'000u);
   EXPECT_GT(last, 0u);
-  const std::string what = e.what();
-  EXPECT_NE(what.find("ends after event " + std::to_string(last)), std::string::npos) << what;
+  EXPECT_TRUE(reader.end().torn);
+  EXPECT_FALSE(reader.end().event_cut);  // the blocks before ended at events' ends
+  EXPECT_EQ(reader.end().last_whole_event, last);
+  EXPECT_NE(reader.end().note.find("ends after event " + std::to_string(last)), std::string::npos) << reader.end().note;
+  EXPECT_NE(reader.end().note.find(file.string()), std::string::npos) << reader.end().note;
+}
+
+TEST(RecordingLog, ATornBlockBeforeTheLastSegmentIsDamage) {
+  TempDir dir;
+  const std::filesystem::path recording = dir.path() / "recording";
+  std::filesystem::create_directories(recording);
+  write_two_segments(recording, header(9), [] {
+    LogHeader h = header(9);
+    h.events_before = 1;
+    return h;
+  }());
+  std::vector<unsigned char> bytes = read_bytes(recording / "log-1.rlog");
+  bytes.resize(bytes.size() - 3);
+  write_bytes(recording / "log-1.rlog", bytes);
+  const RecordingError e = read_until_error(recording);
+  EXPECT_EQ(e.code(), RecordingErrc::kTruncated);
+  EXPECT_NE(std::string(e.what()).find("log-1.rlog"), std::string::npos) << e.what();
+}
+
+// A long event's blocks say that the event goes on; a log that ends after one (the next block
+// never written) ends before that event.
+TEST(RecordingLog, ALogEndingInsideALongEventEndsAtTheEventBefore) {
+  TempDir dir;
+  const std::filesystem::path file = dir.path() / "log-1.rlog";
+  {
+    FileOfBlocks sink(file, header(5));
+    LogWriter writer(sink, 0);
+    writer.append(make(RecordKind::kStart));
+    writer.end_event();
+    writer.append(make(RecordKind::kStop));  // event 2, cut: its block is handed over mid-event
+    LogRecord now = make(RecordKind::kSystemNow);
+    writer.append(now);
+    writer.flush();
+  }
+  LogReader reader(file);
+  LogRecord r;
+  while (reader.next(r)) {
+  }
+  EXPECT_EQ(reader.position(), 2u);
+  EXPECT_TRUE(reader.end().event_cut);
+  EXPECT_FALSE(reader.end().torn);
+  EXPECT_EQ(reader.end().last_whole_event, 1u);
+  EXPECT_NE(reader.end().note.find("event 2 is cut"), std::string::npos) << reader.end().note;
 }
 
 TEST(RecordingLog, OtherFilesAndOtherRecordingsAreRefused) {
@@ -435,6 +482,7 @@ std::filesystem::path write_event(const TempDir& dir, const std::string& name, s
   LogWriter writer(sink, 0);
   writer.append(make(RecordKind::kStart));
   writer.append(extra);
+  writer.close_event();
   writer.flush();
   return file;
 }
@@ -477,7 +525,10 @@ TEST(RecordingLog, TheSegmentsOfALogShareOneFormatVersion) {
   write_two_segments(recording.path(), first_header, header(8, 1));
   const RecordingError e = read_until_error(recording.path());
   EXPECT_EQ(e.code(), RecordingErrc::kMismatch);
-  EXPECT_NE(std::string(e.what()).find("format version 2 after one of version 1"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("format version " + std::to_string(kRecordingFormatVersion) +
+                                       " after one of version 1"),
+            std::string::npos)
+      << e.what();
 }
 
 }  // namespace

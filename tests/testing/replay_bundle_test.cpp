@@ -129,10 +129,10 @@ TEST(ReplayCrashBundle, AReactorRestartedAfterTheFailureIsReplayedFromItsNewAnch
     EXPECT_THROW(first.run(), ReplayedFailure);
   }  // its heap goes: a process holds one heap of a recording at a time
   Replay restarted = Replay::open(reactor_dir / "restart-1");
-  EXPECT_EQ(restarted.anchor_events(), 1u);  // restored from the checkpoint after on_start
-  EXPECT_EQ(restarted.events().front().kind, reheap::EventKind::kRestored);
+  EXPECT_EQ(restarted.anchor_events(), 4u);  // restarted exactly: just before the failing event
+  EXPECT_EQ(restarted.events().front().kind, reheap::EventKind::kMessage);  // no on_restored: nothing lost
   restarted.run();
-  EXPECT_EQ(restarted.reactor<Fragile>().orders(), (std::vector<std::uint32_t>{70}));
+  EXPECT_EQ(restarted.reactor<Fragile>().orders(), (std::vector<std::uint32_t>{10, 20, 30, 70}));
 }
 
 TEST(ReplayCrashBundle, ReplayMainIfAskedReplaysTheBundleNamedByTheEnvironment) {

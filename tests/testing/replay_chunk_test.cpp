@@ -225,6 +225,7 @@ void forge(const std::filesystem::path& recording, const std::filesystem::path& 
   while (reader.next(r)) {
     if (edit(r)) writer.append(r);
   }
+  writer.close_event();
   writer.flush();
 }
 

@@ -27,15 +27,25 @@
 // have. A process killed otherwise (SIGKILL, a fault outside a recorded event) leaves no bundle.
 // The program's own handler for these signals, installed before the first recorder, runs before
 // the bundle is written, so that a fault it repairs is no crash; one installed after replaces
-// reheap's, and no bundle is written then. When one reactor's event ends the process, the other
-// recorded reactors' file logs end at their last written block: a block is written when it is
-// full (64 KiB), before a snapshot, and when the reactor's worker has been idle for half a second,
-// so they lose at most what they recorded since their worker last paused. A ring is lost whole.
+// reheap's, and no bundle is written then.
+//
+// What a dying process keeps. Whenever one of those signals ends the process (a recorded event's
+// or not), every other recorded reactor's log is written up to its last whole event first, with
+// async-signal-safe calls, even for a reactor in the middle of an event on another worker; and
+// every ring with a directory is written out, anchor and log, into
+// `directory/reactor-<ref>/ring-<its last whole event>/`, where Replay opens it. A process killed
+// outright (SIGKILL, the OOM killer) runs no handler: a file log then keeps what reached its file,
+// which is at most `flush_interval` behind (the worker writes the block a recorder holds that long
+// after its first event in it; blocks are also written when full, before snapshots, and when the
+// worker idles), and a ring is lost. Either way a log ends at an event's end as far as a replay
+// can tell: a block written in the middle of a long event says so, and a log cut inside an event
+// replays up to the event before and says where it ends (RECORDING_FORMAT.md, "Blocks").
 //
 // What the runtime answers is always recorded; what the reactor outputs (sends, writes) is
 // recorded as a digest by default, which lets a replay check that it produces the same outputs.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -74,6 +84,11 @@ struct RecordingOptions {
   // Every this many events a 64-bit hash of the reactor's used heap pages is written (0: never),
   // so that a replay can tell where its state first departs from the recorded one.
   std::uint32_t state_hash_every = 0;
+  // kFile: records reach the log file at most this long after their event ended (the worker
+  // writes the block held then), so that a process killed outright (SIGKILL, the OOM killer)
+  // loses at most this much of its recordings; 0: only when a block is full, before snapshots and
+  // when the worker idles. Each write costs one write(2) per recorded reactor that had events.
+  std::chrono::milliseconds flush_interval{1000};
 };
 
 // RecordingOptions with mode kOff (RuntimeConfig's default).

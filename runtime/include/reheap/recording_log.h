@@ -15,6 +15,7 @@
 // checking every header and checksum, and is what a replay consumes.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -31,9 +32,10 @@
 
 namespace reheap {
 
-// Version 2 added the chunk record; the reader reads versions 1 and 2 (a version 1 log simply
-// has no chunk records).
-inline constexpr std::uint32_t kRecordingFormatVersion = 2;
+// Version 2 added the chunk record, version 3 the mark of a block whose last event goes on in the
+// next one; the reader reads versions 1 to 3 (a version 1 log simply has no chunk records, and a
+// log before version 3 cannot say whether its last event was cut).
+inline constexpr std::uint32_t kRecordingFormatVersion = 3;
 inline constexpr std::uint32_t kOldestRecordingFormatVersion = 1;
 // A block is flushed once its body reaches this size (or when asked, e.g. before a snapshot).
 inline constexpr std::size_t kLogBlockBytes = std::size_t{64} << 10;
@@ -75,6 +77,11 @@ enum class RecordKind : std::uint8_t {
   // the half (ChunkHalf), id = the first chunk's zone index, value[0] = the chunks. Not a host call:
   // a replay takes the same chunks when its heap asks for chunks at the same point. Version 2 on.
   kChunk = 50,
+  // Between this event and the next, the runtime wrote the reactor's live timers and sockets into
+  // its heap for a snapshot, then cleared them: numbers = the timer count, then id, ns left and
+  // period ns of each, then the socket count and the ids. A replay writes the same, so that its
+  // heap's allocations follow the recorded ones. Version 3 on.
+  kOutsideState = 51,
   kStateHash = 60,   // digest = hash of the heap's used pages after the event
   kEventFailed = 61, // text = hook, detail = what it threw
 };
@@ -114,6 +121,7 @@ struct LogRecord {
   std::string bytes;
   std::string text;            // spawn: options name; listen, connect: host; failed: hook
   std::string detail;          // spawn, listen, connect: what it threw; failed: what
+  std::vector<std::int64_t> numbers;  // outside_state
 
   // Resets every field but keeps the strings' capacity (a writer reuses one record).
   void clear() noexcept;
@@ -166,21 +174,35 @@ class LogSink {
   virtual void write_block(std::uint64_t events_before, std::span<const unsigned char> block) = 0;
 };
 
+// LogWriter: records into blocks, blocks to a sink. An input record opens an event and
+// close_event() closes it; a block handed over while an event is open (a long event's full block)
+// is marked as continuing, so that a log cut after it never passes for one whose last event is
+// whole. The records of the events closed so far in the block being built (committed()) are what
+// a fatal signal's handler on another thread may write out (runtime/src/recording/fatal_flush.h):
+// they are never moved while the writer keeps room() for what it appends, which its owner checks
+// (encoded_bound) before each append and grows (reserve_room) under the handler's exclusion.
 class LogWriter {
  public:
   // `events_before`: the events before the first record to come (the anchor's event count).
   LogWriter(LogSink& sink, std::uint64_t events_before) noexcept
-      : sink_(sink), events_(events_before), block_events_before_(events_before) {}
+      : sink_(sink), events_(events_before), block_events_before_(events_before), committed_event_(events_before) {}
   LogWriter(const LogWriter&) = delete;
   LogWriter& operator=(const LogWriter&) = delete;
 
-  // Encodes `record` into the current block (an input record counts one event).
+  // Encodes `record` into the current block (an input record opens an event).
   void append(const LogRecord& record);
   // Hands the current block, if it holds anything, to the sink. The sink's exceptions pass;
   // the block is dropped then.
   void flush();
-  // At an event's end: flushes if the block is full.
+  // The event's records are all appended: they become part of committed().
+  void close_event() noexcept {
+    open_event_ = false;
+    committed_event_.store(events_, std::memory_order_relaxed);
+    committed_.store(pack_committed(body_.size(), records_), std::memory_order_release);
+  }
+  // At an event's end: closes it, and flushes if the block is full.
   void end_event() {
+    close_event();
     if (body_.size() >= kLogBlockBytes) flush();
   }
   // Forgets the current block and starts over after `events_before` events (a new anchor).
@@ -188,6 +210,26 @@ class LogWriter {
 
   std::uint64_t events() const noexcept { return events_; }  // inputs written so far, in total
   std::size_t pending_bytes() const noexcept { return body_.size(); }
+  bool in_event() const noexcept { return open_event_; }
+
+  // At most the bytes append(record) adds to the block.
+  static std::size_t encoded_bound(const LogRecord& record) noexcept {
+    return 96 + record.bytes.size() + record.text.size() + record.detail.size() + 10 * record.numbers.size();
+  }
+  // Bytes the block can grow by before its buffer moves.
+  std::size_t room() const noexcept { return body_.capacity() - body_.size(); }
+  // Makes room() at least `bytes` (the buffer may move: see above).
+  void reserve_room(std::size_t bytes);
+
+  // The closed events of the block held now: their records, for a fatal signal's handler, which
+  // writes them as a block of their own (no allocation). `records` is 0 when there are none.
+  struct Committed {
+    std::uint64_t events_before = 0;  // the block's
+    std::uint64_t last_event = 0;     // the index of the last closed event (in any block)
+    std::uint32_t records = 0;
+    std::span<const unsigned char> body;
+  };
+  Committed committed() const noexcept;
 
   // For a fatal signal's handler, which may not allocate (runtime/src/recording/fatal_signal.h):
   // the block held now, closed with one more record, `last` (see encode_event_failed), whose
@@ -204,11 +246,20 @@ class LogWriter {
   std::uint64_t ref_index(ActorRef ref);
   std::uint64_t type_index(std::uint64_t type_id, Encoding encoding);
 
+  static constexpr std::uint64_t pack_committed(std::size_t bytes, std::uint32_t records) noexcept {
+    return (static_cast<std::uint64_t>(bytes) << 32) | records;
+  }
+
   LogSink& sink_;
   std::uint64_t events_;
   std::uint64_t block_events_before_;
   std::uint32_t records_ = 0;
+  bool open_event_ = false;  // an input record was appended and close_event() not called since
   std::vector<unsigned char> body_;
+  // The closed events' part of body_: bytes << 32 | records (one store publishes both), and the
+  // last closed event's index. Written by the owner, read by a fatal signal's handler.
+  std::atomic<std::uint64_t> committed_{0};
+  std::atomic<std::uint64_t> committed_event_{0};
   std::vector<std::uint64_t> refs_;  // this block's dictionaries (searched linearly: they are short)
   std::vector<std::pair<std::uint64_t, Encoding>> types_;
   std::vector<unsigned char> block_;  // header + body, reused
@@ -220,6 +271,8 @@ class LogReader {
   // A log file, or a recording directory (its log-*.rlog segments, in order, which must be of
   // one recording and follow each other without a gap). Throws RecordingError.
   explicit LogReader(const std::filesystem::path& file_or_directory);
+  // A log held in memory (a ring recording's), read as one file named `name` in errors.
+  LogReader(std::vector<unsigned char> bytes, std::filesystem::path name);
   ~LogReader();
   LogReader(const LogReader&) = delete;
   LogReader& operator=(const LogReader&) = delete;
@@ -230,6 +283,20 @@ class LogReader {
   // The index of the event the last record read belongs to (the header's events_before before
   // any).
   std::uint64_t position() const noexcept;
+
+  // How the log ends, once next() has returned false. A recording process killed while it wrote
+  // leaves a log whose last block is cut short (dropped: `torn`), or whose last event has not all
+  // its records (`event_cut`: the last block is a long event's, marked as going on in a block that
+  // was never written); a reader must not take that event for a whole one. Both only at the end
+  // of the last segment: anywhere else a cut is damage (kTruncated). Logs before format version 3
+  // cannot tell a cut event.
+  struct End {
+    std::uint64_t last_whole_event = 0;  // the last event whose records are all in the log
+    bool torn = false;
+    bool event_cut = false;
+    std::string note;  // "" for a clean end; else what was left out, naming the file
+  };
+  const End& end() const noexcept;
 
  private:
   struct State;

@@ -22,16 +22,28 @@
 // ReactorFailed message), then applies the policy:
 //   kStop     the reactor is stopped (on_stop is not called: its state is suspect) and its
 //             heap destroyed.
-//   kRestart  the reactor is restored from its last snapshot: the last Runtime::snapshot file
-//             taken of it, else the checkpoint the runtime took of it in memory right after
-//             on_start. It keeps its ActorRef and its mailbox (the message that failed is not
-//             delivered again) and gets on_restored(). After `max_restarts` restarts within
-//             `restart_window` it is stopped instead.
-//             What is lost: the effects on the heap of every event handled between that snapshot
-//             and the failure (their messages were taken from the mailbox; what they sent, spawned
-//             or wrote stays done). They are not delivered again, since a reactor that re-ran them
-//             would send twice. A recorded reactor keeps them in its crash bundle (recording.h),
-//             where a test replays them; snapshot often (request_snapshot) to lose less.
+//   kRestart  the reactor comes back, keeping its ActorRef and its mailbox; the message that failed
+//             is not delivered again. After `max_restarts` restarts within `restart_window` it is
+//             stopped instead.
+//             A recorded reactor (recording.h) comes back exactly: with the state it had just
+//             before the failing event, byte for byte. The runtime restores its recording's anchor
+//             (or a later Runtime::snapshot of it) and replays the log since, answering the
+//             reactor from the log and suppressing every output (what those events sent, spawned,
+//             wrote or armed happened already). Its timers run on as they were before the failing
+//             event (those it cancelled come back, those it started go), its sockets stay open
+//             (those it opened are closed), and on_restored is not called: nothing was lost. The
+//             replay runs in slices between the worker's turns (about a millisecond each), so its
+//             worker's other reactors wait one slice at most; meanwhile the reactor's messages wait
+//             in its mailbox, its timers are parked and its socket events kept for after it. If the
+//             replay departs from the log (a reactor that is not deterministic: DETERMINISM.md),
+//             the restart falls back to the unrecorded one below, and the report says so.
+//             Any other reactor is restored from its last snapshot: the last Runtime::snapshot
+//             file taken of it, else the checkpoint the runtime took of it in memory right after
+//             on_start, and gets on_restored(). What is lost then: the effects on the heap of
+//             every event handled between that snapshot and the failure (their messages were
+//             taken from the mailbox; what they sent, spawned or wrote stays done). Snapshot often
+//             (request_snapshot), or record the reactor, to lose less.
+//             ReactorFailed::restart says which of the two happened.
 #pragma once
 
 #include <chrono>

@@ -19,7 +19,8 @@ enum class FailureKind : std::uint8_t {
 enum class FailureAction : std::uint8_t { kStopped, kRestarted };
 
 // Delivered to RuntimeConfig::on_failure (on the failing reactor's worker thread, with no heap
-// current) and, as a message, to SpawnOptions::supervisor.
+// current) and, as a message, to SpawnOptions::supervisor. to_string(ReactorFailed) says it all
+// in one line.
 struct ReactorFailed {
   ActorRef reactor;
   std::string name;
@@ -28,7 +29,12 @@ struct ReactorFailed {
   std::uint8_t kind = 0;   // FailureKind
   std::uint8_t action = 0; // FailureAction
   std::uint32_t restarts = 0;
-  MSGPACK_DEFINE(reactor, name, what, handler, kind, action, restarts)
+  std::string reactor_type;    // the reactor's C++ type ("chat::Room")
+  std::string exception_type;  // the thrown exception's C++ type ("std::out_of_range"), if any
+  // kRestarted: how it came back - "exact" (its recording replayed: nothing lost) or from which
+  // snapshot, and why not exactly (spawn_options.h, "Supervision").
+  std::string restart;
+  MSGPACK_DEFINE(reactor, name, what, handler, kind, action, restarts, reactor_type, exception_type, restart)
 
   FailureKind failure_kind() const noexcept { return static_cast<FailureKind>(kind); }
   FailureAction failure_action() const noexcept { return static_cast<FailureAction>(action); }
@@ -36,5 +42,8 @@ struct ReactorFailed {
 
 const char* to_string(FailureKind k) noexcept;
 const char* to_string(FailureAction a) noexcept;
+// "reactor 1099528404993 (chat::Room \"lobby\") failed in on_message: std::out_of_range:
+// unordered_map::at; restarted (exact)".
+std::string to_string(const ReactorFailed& failure);
 
 }  // namespace reheap

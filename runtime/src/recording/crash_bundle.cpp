@@ -1,10 +1,8 @@
 // Crash bundles (see crash_bundle.h).
 #include "crash_bundle.h"
 
-#include <cxxabi.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 
 #include "reheap/recording_log.h"
@@ -65,15 +63,6 @@ void write_manifest(const std::filesystem::path& file, const CrashManifest& m) {
   const std::string text = frame.head + json_string(m.hook) + ManifestFrame::kAfterHook + json_string(m.failure) +
                            ManifestFrame::kAfterFailure + std::to_string(m.failing_event) + frame.tail;
   write_whole_file(file, std::span(reinterpret_cast<const unsigned char*>(text.data()), text.size()));
-}
-
-std::string demangled(const char* mangled) {
-  int status = 0;
-  char* name = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  if (status != 0 || name == nullptr) return mangled;
-  std::string out(name);
-  std::free(name);
-  return out;
 }
 
 }  // namespace reheap::detail::recording

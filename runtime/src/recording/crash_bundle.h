@@ -45,7 +45,5 @@ struct ManifestFrame {
 ManifestFrame manifest_frame(const CrashManifest& manifest);
 // Writes `bytes` to `file` (replacing it). Throws RecordingError(kIo).
 void write_whole_file(const std::filesystem::path& file, std::span<const unsigned char> bytes);
-// The demangled name of a type (typeid(x).name()), or the mangled one if it does not demangle.
-std::string demangled(const char* mangled);
 
 }  // namespace reheap::detail::recording

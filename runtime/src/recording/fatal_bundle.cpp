@@ -11,6 +11,7 @@
 #include <initializer_list>
 
 #include "fatal_signal.h"
+#include "log_codec.h"
 #include "log_sinks.h"
 #include "reheap/recording_log.h"
 
@@ -70,7 +71,36 @@ bool link_or_copy(const char* from, const char* to) noexcept {
   return errno != EEXIST && copy_file(from, to);
 }
 
+// The block header of `committed`'s records, which end at an event's end (no continuation).
+void committed_header(const LogWriter::Committed& committed, unsigned char (&header)[28]) noexcept {
+  detail::recording::store_block_header(header, committed.events_before, committed.records,
+                                        static_cast<std::uint32_t>(committed.body.size()),
+                                        detail::recording::checksum64(committed.body.data(), committed.body.size()));
+}
+
 }  // namespace
+
+bool FatalBundle::append_block(FileSegmentSink& file, const LogWriter::Committed& committed) noexcept {
+  if (committed.records == 0) return false;
+  unsigned char header[28];
+  committed_header(committed, header);
+  return file.append_in_signal_handler(std::initializer_list<Bytes>{Bytes(header), committed.body});
+}
+
+bool FatalBundle::write_ring_dump(std::span<const unsigned char> checkpoint, std::span<const unsigned char> ring,
+                                  const LogWriter::Committed& committed) const noexcept {
+  if (root_.empty()) return false;
+  if (!make_directory(root_.c_str())) return false;
+  SignalText<kPathText> dump;
+  dump.text(root_.c_str()).text("/ring-").number(committed.last_event);
+  // A directory of its own, never over an earlier dump's files.
+  if (::mkdir(dump.data(), 0755) != 0) return false;
+  if (!write_file(in_directory(dump, anchor_name_.c_str()).data(), {checkpoint})) return false;
+  if (committed.records == 0) return write_file(in_directory(dump, log_name_.c_str()).data(), {ring});
+  unsigned char header[28];
+  committed_header(committed, header);
+  return write_file(in_directory(dump, log_name_.c_str()).data(), {ring, Bytes(header), committed.body});
+}
 
 void FatalBundle::prepare(std::filesystem::path root, ManifestFrame manifest, std::string anchor_name,
                           std::string log_name) {

@@ -18,10 +18,7 @@
 #include <string>
 
 #include "crash_bundle.h"
-
-namespace reheap {
-class LogWriter;
-}
+#include "reheap/recording_log.h"
 
 namespace reheap::detail::recording {
 
@@ -45,6 +42,15 @@ class FatalBundle {
   };
   // In the signal handler: writes the bundle and says so on stderr. Async-signal-safe.
   void write(int signal, const siginfo_t& info, const Recording& recording) const noexcept;
+
+  // In the handler of another reactor's fatal signal (fatal_flush.h), async-signal-safe:
+  // File mode: appends the closed events of the block being built to the current segment.
+  static bool append_block(FileSegmentSink& file, const LogWriter::Committed& committed) noexcept;
+  // Ring mode: writes the ring's anchor and its log, followed by the closed events of the block
+  // being built, into `<root>/ring-<last closed event>/`, where a replay opens them as a
+  // recording. False if the ring has no directory or a write failed.
+  bool write_ring_dump(std::span<const unsigned char> checkpoint, std::span<const unsigned char> ring,
+                       const LogWriter::Committed& committed) const noexcept;
 
  private:
   std::filesystem::path root_;

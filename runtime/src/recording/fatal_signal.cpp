@@ -98,14 +98,31 @@ void wait_for_other_bundles() noexcept {
   }
 }
 
+// Every other recorder's log, up to its last whole event (fatal_flush.h), and one line saying so.
+void flush_other_recorders(int signal, const FatalSignalWitness* witness) noexcept {
+  const std::uint64_t flushed =
+      flush_every_recorder_in_signal_handler(witness != nullptr ? witness->fatal_flush_slot() : nullptr);
+  if (flushed == 0) return;
+  SignalText<256>()
+      .text("reheap: ")
+      .text(signal_name(signal))
+      .text(": the recordings of ")
+      .number(flushed)
+      .text(flushed == 1 ? " other reactor were" : " other reactors were")
+      .text(" written up to their last whole event")
+      .write_line(STDERR_FILENO);
+}
+
 void on_fatal_signal(int signal, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   const std::size_t i = index_of(signal);
   FatalSignalWitness* const witness = t_witness;
   const bool ends_process = hand_on_ends_process(i);
+  bool crash = ends_process;
   if (witness != nullptr && !t_in_handler) {
     const Fault fault{signal, info->si_addr, witness, witness->fatal_event()};
     const bool came_back = t_handed_on == fault;
+    crash = crash || came_back;
     if (t_bundled == Bundled{fault.witness, fault.event}) {
       // Written already; only hand on.
     } else if (ends_process || came_back) {
@@ -123,6 +140,13 @@ void on_fatal_signal(int signal, siginfo_t* info, void* context) {
       // and then this was no crash, and the recording must not say it was.
       t_handed_on = fault;
     }
+  }
+  if (crash && !t_in_handler) {
+    t_in_handler = true;
+    g_writing.fetch_add(1, std::memory_order_acq_rel);
+    flush_other_recorders(signal, witness);
+    g_writing.fetch_sub(1, std::memory_order_acq_rel);
+    t_in_handler = false;
   }
   errno = saved_errno;
   if (ends_process) wait_for_other_bundles();

@@ -19,6 +19,12 @@
 // A handler the program installs after ours replaces it: no bundles then. When one thread writes
 // a bundle and another faults, the one handing on to a fatal action waits up to 2 s for it.
 //
+// Whenever a fatal signal is about to end the process (its next handler is the default action or
+// a sanitizer's report, or the program's own handler let the fault come back), every other
+// recorded reactor's log is written up to its last whole event first, and every ring recording
+// with a directory is written out (fatal_flush.h), whether or not a recorded reactor's event
+// faulted.
+//
 // Installed once per process, by the first recorder: SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT.
 // Runs on the alternate signal stack, which each worker thread gets (so that a stack overflow
 // is caught too).
@@ -29,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fatal_flush.h"
 #include "reheap/signal_chain.h"
 
 namespace reheap::detail::recording {
@@ -39,6 +46,9 @@ class FatalSignalWitness {
   virtual void on_fatal_signal(int signal, const siginfo_t& info) noexcept = 0;
   // In the signal handler: the index of the event under way.
   virtual std::uint64_t fatal_event() const noexcept = 0;
+  // Its recorder's slot among those every fatal signal flushes (fatal_flush.h): the bundle holds
+  // its log, so the flush of the others leaves it out.
+  virtual const FatalFlushSlot* fatal_flush_slot() const noexcept = 0;
 
  protected:
   ~FatalSignalWitness() = default;

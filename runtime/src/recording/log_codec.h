@@ -18,6 +18,12 @@ inline constexpr std::size_t kBlockHeaderBytes = 4 + 8 + 4 + 4 + 8;
 // holds at most one message, whose size is bounded far below).
 inline constexpr std::size_t kMaxBlockBody = std::size_t{1} << 30;
 static_assert(kBlockHeaderBytes == 28);
+// The header's record count field (version 3 on): the count in its low 31 bits, and in bit 31 the
+// mark of a block whose last event goes on in the next block (a long event's block handed over
+// when full). A log that ends after such a block ends inside that event: its records are not all
+// there, and a reader must not take it for a whole event.
+inline constexpr std::uint32_t kBlockContinues = std::uint32_t{1} << 31;
+inline constexpr std::uint32_t kBlockRecordsMask = kBlockContinues - 1;
 
 // Send and write records: which of the payload's forms follow.
 inline constexpr std::uint8_t kHasDigest = 1;

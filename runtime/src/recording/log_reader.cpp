@@ -45,6 +45,7 @@ std::vector<std::filesystem::path> segments_of(const std::filesystem::path& dir)
 
 struct LogReader::State {
   std::vector<std::filesystem::path> files;
+  bool in_memory = false;  // `bytes` holds the one file already
   std::size_t next_file = 0;
   std::filesystem::path file;  // being read
   std::vector<unsigned char> bytes;
@@ -55,6 +56,9 @@ struct LogReader::State {
   std::size_t body_end = 0;     // the current block's end; records are read while at < body_end
   std::size_t at = 0;
   std::uint32_t records_left = 0;
+  bool block_continues = false; // the block entered last ends inside an event (version 3 on)
+  bool ended = false;           // next() returned false: `end` says how
+  LogReader::End end;
   std::uint64_t event = 0;      // of the last record read
   std::vector<std::uint64_t> refs;
   std::vector<std::pair<std::uint64_t, Encoding>> types;
@@ -100,9 +104,11 @@ struct LogReader::State {
     return h;
   }
 
+  bool last_file() const noexcept { return next_file == files.size(); }
+
   void open(std::size_t index) {
     file = files[index];
-    bytes = read_whole(file);
+    if (!in_memory) bytes = read_whole(file);
     LogHeader h = parse_header();
     if (index == 0) {
       first_header = h;
@@ -123,7 +129,20 @@ struct LogReader::State {
     header = h;
     event = h.events_before;
     records_left = 0;
+    block_continues = false;
     next_file = index + 1;
+  }
+
+  // A block cut short by the end of the file: the end of the log if this is its last segment (a
+  // process killed while it wrote), else damage.
+  bool torn_block(const std::string& what) {
+    const std::string where = "the log ends after event " + std::to_string(event) + ": " + what;
+    if (!last_file()) fail(RecordingErrc::kTruncated, where);
+    end.torn = true;
+    end.note = file.string() + ": " + where + " (" + std::to_string(bytes.size() - offset) +
+               " bytes left out, as a process killed while writing leaves them)";
+    offset = bytes.size();
+    return false;
   }
 
   // Enters the next block; false at the end of the file.
@@ -131,20 +150,23 @@ struct LogReader::State {
     if (offset == bytes.size()) return false;
     block_offset = offset;
     if (bytes.size() - offset < detail::recording::kBlockHeaderBytes) {
-      fail(RecordingErrc::kTruncated, "the log ends after event " + std::to_string(event) +
-                                          ": a torn block header at offset " + std::to_string(offset));
+      return torn_block("a torn block header at offset " + std::to_string(offset));
     }
     const unsigned char* h = bytes.data() + offset;
     if (load_fixed<std::uint32_t>(h) != detail::recording::kBlockMagic) corrupt("no block magic");
     const std::uint64_t before = load_fixed<std::uint64_t>(h + 4);
-    const std::uint32_t records = load_fixed<std::uint32_t>(h + 12);
+    std::uint32_t records = load_fixed<std::uint32_t>(h + 12);
     const std::uint32_t length = load_fixed<std::uint32_t>(h + 16);
     const std::uint64_t sum = load_fixed<std::uint64_t>(h + 20);
+    bool continues = false;
+    if (header.version >= 3) {
+      continues = (records & detail::recording::kBlockContinues) != 0;
+      records &= detail::recording::kBlockRecordsMask;
+    }
     if (length > detail::recording::kMaxBlockBody || records == 0) corrupt("implausible block header");
     const std::size_t body = offset + detail::recording::kBlockHeaderBytes;
     if (bytes.size() - body < length) {
-      fail(RecordingErrc::kTruncated, "the log ends after event " + std::to_string(event) +
-                                          ": the block at offset " + std::to_string(offset) + " is cut short");
+      return torn_block("the block at offset " + std::to_string(offset) + " is cut short");
     }
     if (detail::recording::checksum64(bytes.data() + body, length) != sum) corrupt("checksum mismatch");
     if (before != event) {
@@ -154,6 +176,7 @@ struct LogReader::State {
     body_end = body + length;
     offset = body_end;
     records_left = records;
+    block_continues = continues;
     refs.clear();
     types.clear();
     return true;
@@ -323,6 +346,15 @@ struct LogReader::State {
         r.value[0] = varint();
         if (r.value[0] == 0) corrupt("a chunk record of no chunks");
         return;
+      case RecordKind::kOutsideState: {
+        if (header.version < 3) break;  // unknown before version 3
+        const std::uint64_t count = varint();
+        // Each number takes a byte at least: a count past the block's end is damage, not memory to reserve.
+        if (count > body_end - at) corrupt("an outside_state record longer than its block");
+        r.numbers.reserve(count);
+        for (std::uint64_t i = 0; i < count; ++i) r.numbers.push_back(unzigzag(varint()));
+        return;
+      }
       case RecordKind::kStateHash:
         r.digest = fixed64();
         return;
@@ -345,16 +377,38 @@ LogReader::LogReader(const std::filesystem::path& file_or_directory) : state_(st
   state_->open(0);
 }
 
+LogReader::LogReader(std::vector<unsigned char> bytes, std::filesystem::path name)
+    : state_(std::make_unique<State>()) {
+  state_->files.push_back(std::move(name));
+  state_->in_memory = true;
+  state_->bytes = std::move(bytes);
+  state_->open(0);
+}
+
 LogReader::~LogReader() = default;
 
 const LogHeader& LogReader::header() const noexcept { return state_->first_header; }
 std::uint64_t LogReader::position() const noexcept { return state_->event; }
+const LogReader::End& LogReader::end() const noexcept { return state_->end; }
 
 bool LogReader::next(LogRecord& record) {
   State& s = *state_;
+  if (s.ended) return false;
   while (s.records_left == 0) {
     if (s.enter_block()) break;
-    if (s.next_file == s.files.size()) return false;
+    if (s.last_file()) {
+      // The last block read ended inside an event whose next block was never written: that event
+      // is not whole, though its first records were handed out.
+      s.ended = true;
+      s.end.event_cut = s.block_continues;
+      s.end.last_whole_event = s.event - (s.block_continues ? 1 : 0);
+      if (s.block_continues) {
+        const std::string cut = s.file.string() + ": event " + std::to_string(s.event) +
+                                " is cut: its last block goes on in one that was never written";
+        s.end.note = s.end.note.empty() ? cut : s.end.note + "; " + cut;
+      }
+      return false;
+    }
     s.open(s.next_file);
   }
   s.decode(record);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "reheap/recording_log.h"
@@ -68,6 +69,8 @@ class MemoryLogSink final : public LogSink {
   void reset(LogHeader header, std::size_t keep_capacity = 0);
   void write_block(std::uint64_t events_before, std::span<const unsigned char> block) override;
   const std::vector<unsigned char>& bytes() const noexcept { return bytes_; }
+  // The log so far, taken out: the sink holds nothing until reset().
+  std::vector<unsigned char> take_bytes() noexcept { return std::exchange(bytes_, {}); }
   std::uint64_t events_before() const noexcept { return events_before_; }
 
  private:

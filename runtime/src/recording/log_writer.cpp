@@ -40,6 +40,7 @@ void LogRecord::clear() noexcept {
   bytes.clear();
   text.clear();
   detail.clear();
+  numbers.clear();
 }
 
 RecordingError::RecordingError(RecordingErrc code, std::filesystem::path file, std::uint64_t event,
@@ -79,6 +80,7 @@ const char* to_string(RecordKind kind) noexcept {
     case RecordKind::kSetReading: return "set_reading";
     case RecordKind::kSetWriteHighWater: return "set_write_high_water";
     case RecordKind::kChunk: return "chunk";
+    case RecordKind::kOutsideState: return "outside_state";
     case RecordKind::kStateHash: return "state_hash";
     case RecordKind::kEventFailed: return "event_failed";
   }
@@ -117,9 +119,29 @@ void LogWriter::restart(std::uint64_t events_before) noexcept {
   events_ = events_before;
   block_events_before_ = events_before;
   records_ = 0;
+  open_event_ = false;
   body_.clear();
   refs_.clear();
   types_.clear();
+  committed_event_.store(events_before, std::memory_order_relaxed);
+  committed_.store(0, std::memory_order_release);
+}
+
+void LogWriter::reserve_room(std::size_t bytes) {
+  if (room() >= bytes) return;
+  // At least double: appends then move the buffer O(log n) times, not once per record.
+  body_.reserve(std::max(body_.size() + bytes, 2 * body_.capacity()));
+}
+
+LogWriter::Committed LogWriter::committed() const noexcept {
+  const std::uint64_t packed = committed_.load(std::memory_order_acquire);
+  Committed c;
+  c.records = static_cast<std::uint32_t>(packed);
+  c.last_event = committed_event_.load(std::memory_order_relaxed);
+  if (c.records == 0) return c;
+  c.events_before = block_events_before_;
+  c.body = std::span<const unsigned char>(body_.data(), static_cast<std::size_t>(packed >> 32));
+  return c;
 }
 
 std::uint64_t LogWriter::ref_index(ActorRef ref) {
@@ -332,6 +354,10 @@ void LogWriter::append(const LogRecord& r) {
       put_varint(out, r.id);
       put_varint(out, r.value[0]);
       break;
+    case RecordKind::kOutsideState:
+      put_varint(out, r.numbers.size());
+      for (const std::int64_t n : r.numbers) put_varint(out, zigzag(n));
+      break;
     case RecordKind::kStateHash:
       put_fixed<std::uint64_t>(out, r.digest);
       break;
@@ -341,13 +367,18 @@ void LogWriter::append(const LogRecord& r) {
       break;
   }
   ++records_;
-  if (is_input(r.kind)) ++events_;
+  if (is_input(r.kind)) {
+    ++events_;
+    open_event_ = true;
+  }
 }
 
 void LogWriter::flush() {
   if (records_ == 0) return;
   block_.resize(detail::recording::kBlockHeaderBytes);
-  detail::recording::store_block_header(block_.data(), block_events_before_, records_,
+  // A block handed over during an event (a long one's, when full) says that the event goes on.
+  const std::uint32_t count = records_ | (open_event_ ? detail::recording::kBlockContinues : 0);
+  detail::recording::store_block_header(block_.data(), block_events_before_, count,
                                         static_cast<std::uint32_t>(body_.size()),
                                         detail::recording::checksum64(body_.data(), body_.size()));
   block_.insert(block_.end(), body_.begin(), body_.end());
@@ -359,6 +390,7 @@ void LogWriter::flush() {
   refs_.clear();
   types_.clear();
   block_events_before_ = events_;
+  committed_.store(0, std::memory_order_release);
   sink_.write_block(before, block_);
 }
 

@@ -31,8 +31,11 @@
 #include "../live_host.h"
 #include "../reactor_access.h"
 #include "../reactor_snapshot.h"
+#include "../type_name.h"
+#include "../worker.h"
 #include "crash_bundle.h"
 #include "fatal_bundle.h"
+#include "fatal_flush.h"
 #include "fatal_signal.h"
 #include "log_sinks.h"
 #include "recording_host.h"
@@ -69,21 +72,32 @@ void link_or_copy(const std::filesystem::path& from, const std::filesystem::path
   if (link_error) std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
 }
 
-class ReactorRecorder final : public Recorder, private LogSink, private ChunkPlacement, private FatalSignalWitness {
+class ReactorRecorder final : public Recorder,
+                              private LogSink,
+                              private ChunkPlacement,
+                              private FatalSignalWitness,
+                              private FatalFlushable {
  public:
   ReactorRecorder(const RecordingOptions& options, std::atomic<std::uint64_t>& errors)
-      : options_(options), errors_(errors), writer_(*this, 0), host_(writer_, options.outputs) {}
+      : options_(options),
+        errors_(errors),
+        slot_(take_fatal_flush_slot(this)),
+        writer_(*this, 0),
+        host_(writer_, *slot_, options.outputs) {}
   // The reactor is gone (teardown): what the last block holds still goes to the sink.
   ~ReactorRecorder() override {
     if (placed_heap_ != 0) detach_chunk_placement(placed_heap_, this);
-    if (stopped_ || !anchored_) return;
-    HeapScope system(nullptr);
-    try {
-      writer_.flush();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "reheap: the end of the recording of reactor %llu is lost: %s\n",
-                   static_cast<unsigned long long>(actor_.value()), e.what());
+    if (!stopped_ && anchored_) {
+      HeapScope system(nullptr);
+      try {
+        const FatalFlushSlot::Locked locked(*slot_);
+        writer_.flush();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "reheap: the end of the recording of reactor %llu is lost: %s\n",
+                     static_cast<unsigned long long>(actor_.value()), e.what());
+      }
     }
+    give_back_fatal_flush_slot(slot_);
   }
   ReactorRecorder(const ReactorRecorder&) = delete;
   ReactorRecorder& operator=(const ReactorRecorder&) = delete;
@@ -91,8 +105,11 @@ class ReactorRecorder final : public Recorder, private LogSink, private ChunkPla
   ReactorHost* begin_event(const Event& event, LiveHost& live) override;
   void end_event(Cell* c) override;
   void before_snapshot(Cell* c) override;
-  void flush_when_idle(Cell* c) override;
+  void begin_outside_state(Cell* c) override;
+  void end_outside_state(Cell* c) override;
+  void flush_pending(Cell* c) override;
   std::filesystem::path dump(Cell* c, const std::filesystem::path& directory) override;
+  std::optional<RestartSource> take_restart_source(Cell* c, std::string* why) override;
 
  private:
   // LogSink: a finished block goes to the current segment or the ring.
@@ -119,22 +136,33 @@ class ReactorRecorder final : public Recorder, private LogSink, private ChunkPla
   // FatalSignalWitness: in the signal handler, during one of this reactor's events.
   void on_fatal_signal(int signal, const siginfo_t& info) noexcept override;
   std::uint64_t fatal_event() const noexcept override { return writer_.events(); }
+  const FatalFlushSlot* fatal_flush_slot() const noexcept override { return slot_; }
+  // FatalFlushable: another reactor's fatal signal ends the process; this one is between two
+  // events or in the middle of one on another thread (fatal_flush.h).
+  bool flush_in_signal_handler() noexcept override;
   void write_ring(const std::filesystem::path& directory) const;
   LogHeader header_for(std::uint64_t events_before) const;
   [[gnu::cold, gnu::noinline]] void stop(Cell* c, const std::string& why);
 
   const RecordingOptions options_;
   std::atomic<std::uint64_t>& errors_;
+  // Locked around every change of what flush_in_signal_handler reads: writer_'s block (a flush, a
+  // restart, its buffer growing), file_, ring_, checkpoint_ and fatal_. Declared before writer_
+  // and host_, which use it.
+  FatalFlushSlot* slot_;
   LogWriter writer_;
   RecordingHost host_;
   LogRecord input_;  // reused for the records written here (inputs, failures, hashes)
   LogRecord chunk_;  // a chunk take's, which may come in the middle of another record's making
   std::uint64_t placed_heap_ = 0;  // the heap this recorder is attached to as its ChunkPlacement
   bool in_event_ = false;
+  bool in_outside_state_ = false;  // the runtime writes into the heap between events (chunks logged)
   bool chunk_lost_ = false;  // a chunk record could not be written (no memory): the log is not whole
   bool anchored_ = false;
   bool stopped_ = false;
   bool anchor_due_ = false;  // file mode: the log since the anchor passed anchor_every_bytes
+  // File mode: the worker that will call flush_pending within flush_interval (null: none asked).
+  Worker* flush_queued_on_ = nullptr;
   std::uint64_t recording_id_ = 0;
   ActorRef actor_{};
   std::string reactor_type_;  // read while the heap is sound (a failed one is suspect)
@@ -162,8 +190,12 @@ LogHeader ReactorRecorder::header_for(std::uint64_t events_before) const {
 }
 
 void ReactorRecorder::stop(Cell* c, const std::string& why) {
-  stopped_ = true;
-  file_.reset();
+  {
+    const FatalFlushSlot::Locked locked(*slot_);
+    stopped_ = true;
+    slot_->set_owner(nullptr);
+    file_.reset();
+  }
   c->stats.recording_errors++;
   errors_.fetch_add(1, std::memory_order_relaxed);
   std::fprintf(stderr, "reheap: the recording of reactor %llu stopped: %s\n",
@@ -172,10 +204,13 @@ void ReactorRecorder::stop(Cell* c, const std::string& why) {
 
 bool ReactorRecorder::anchor(Cell* c, std::uint64_t events, bool rotate) {
   try {
+    // Everything here replaces what a fatal signal's handler would write (the log's sink, the
+    // ring's anchor and log, the block): it skips this recorder while it happens.
+    const FatalFlushSlot::Locked locked(*slot_);
     if (recording_id_ == 0) {
       recording_id_ = new_recording_id();
       actor_ = c->ref();
-      reactor_type_ = demangled(typeid(*c->reactor).name());
+      reactor_type_ = type_name(typeid(*c->reactor));
     }
     ReactorAccess::recording_id(*c->reactor) = recording_id_;
     if (options_.mode == RecordingMode::kFile) {
@@ -217,18 +252,18 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events, bool rotate) {
     m.anchor = anchor_name(events);
     m.anchor_events = events;
     fatal_.prepare(std::move(bundles), manifest_frame(m), m.anchor, log_name(events));
+    writer_.restart(events);
+    anchor_events_ = events;
+    anchored_ = true;
   } catch (const std::exception& e) {
     stop(c, std::string("cannot anchor the recording: ") + e.what());
     return false;
   }
-  writer_.restart(events);
   // The heap is attached (again) at each anchor: a kRestart restart brings a restored heap, which
   // starts without a placement.
   set_chunk_placement(*c->heap, this);
   placed_heap_ = c->heap->id();
   anchor_due_ = false;
-  anchor_events_ = events;
-  anchored_ = true;
   return true;
 }
 
@@ -242,7 +277,7 @@ void ReactorRecorder::write_input(const Event& event) {
     r.type_id = event.message->type_id();
     r.encoding = event.message->encoding();
     r.bytes.assign(static_cast<const char*>(event.message->data()), event.message->size());
-    writer_.append(r);
+    append_record(writer_, *slot_, r);
     return;
   }
   r.clear();
@@ -281,7 +316,7 @@ void ReactorRecorder::write_input(const Event& event) {
     case EventKind::kStop:
       break;
   }
-  writer_.append(r);
+  append_record(writer_, *slot_, r);
 }
 
 ReactorHost* ReactorRecorder::begin_event(const Event& event, LiveHost& live) {
@@ -314,8 +349,20 @@ void ReactorRecorder::on_fatal_signal(int signal, const siginfo_t& info) noexcep
   fatal_.write(signal, info, r);
 }
 
+bool ReactorRecorder::flush_in_signal_handler() noexcept {
+  // The slot is claimed: nothing read here changes any more. A recording that stopped has no
+  // owner in its slot and is not asked.
+  if (!anchored_) return false;
+  const LogWriter::Committed committed = writer_.committed();
+  if (options_.mode == RecordingMode::kFile) {
+    if (committed.records == 0 || !file_) return false;
+    return fatal_.append_block(*file_, committed);
+  }
+  return fatal_.write_ring_dump(checkpoint_, ring_.bytes(), committed);
+}
+
 void ReactorRecorder::taken(const ChunkRun& run) noexcept {
-  if (!in_event_ || stopped_) return;
+  if ((!in_event_ && !in_outside_state_) || stopped_) return;
   // Called inside an allocation in the reactor's heap: the log is process memory.
   HeapScope system(nullptr);
   chunk_.clear();
@@ -324,7 +371,7 @@ void ReactorRecorder::taken(const ChunkRun& run) noexcept {
   chunk_.id = run.first;
   chunk_.value[0] = run.count;
   try {
-    writer_.append(chunk_);
+    append_record(writer_, *slot_, chunk_);
   } catch (...) {
     chunk_lost_ = true;
   }
@@ -343,7 +390,18 @@ void ReactorRecorder::end_event(Cell* c) {
     return;
   }
   // The commonest end: nothing to append, no block to hand over, no checkpoint - and so nothing
-  // to allocate, which spares the heap scope.
+  // to allocate, which spares the heap scope. The event's records are whole now (unless it failed:
+  // its failure record comes first).
+  if (!c->supervision.failed) writer_.close_event();
+  // What a SIGKILL may lose is bounded in time: the records held now reach the file within
+  // flush_interval, by the worker's timer, unless a full block or a pause writes them sooner.
+  if (options_.mode == RecordingMode::kFile && options_.flush_interval.count() > 0) {
+    Worker* w = Worker::current();
+    if (flush_queued_on_ != w && w != nullptr && writer_.pending_bytes() != 0) {
+      flush_queued_on_ = w;
+      w->queue_recording_flush(c, options_.flush_interval);
+    }
+  }
   if (!c->supervision.failed && options_.state_hash_every == 0 && !anchor_due_ &&
       writer_.pending_bytes() < kLogBlockBytes &&
       (options_.mode != RecordingMode::kRing ||
@@ -357,8 +415,12 @@ void ReactorRecorder::end_event(Cell* c) {
       input_.kind = RecordKind::kEventFailed;
       input_.text = c->supervision.hook;
       input_.detail = c->supervision.what;
-      writer_.append(input_);
-      writer_.flush();
+      append_record(writer_, *slot_, input_);
+      writer_.close_event();
+      {
+        const FatalFlushSlot::Locked locked(*slot_);
+        writer_.flush();
+      }
       write_crash_bundle(c);
       return;
     }
@@ -366,7 +428,8 @@ void ReactorRecorder::end_event(Cell* c) {
       input_.clear();
       input_.kind = RecordKind::kStateHash;
       input_.digest = used_pages_digest(*c->heap);
-      writer_.append(input_);
+      append_record(writer_, *slot_, input_);
+      writer_.close_event();
     }
     // The ring's bound: a checkpoint now makes the whole log so far unnecessary.
     if (options_.mode == RecordingMode::kRing && c->state == CellState::kLive &&
@@ -374,7 +437,10 @@ void ReactorRecorder::end_event(Cell* c) {
       anchor(c, writer_.events());
       return;
     }
-    writer_.end_event();
+    if (writer_.pending_bytes() >= kLogBlockBytes) {
+      const FatalFlushSlot::Locked locked(*slot_);
+      writer_.flush();
+    }
     // The file mode's bound (write_block says when it is passed), between two events.
     if (anchor_due_ && c->state == CellState::kLive) anchor(c, writer_.events(), true);
   } catch (const std::exception& e) {
@@ -395,6 +461,7 @@ void ReactorRecorder::flush_log(Cell* c) {
   if (stopped_ || !anchored_) return;
   HeapScope system(nullptr);
   try {
+    const FatalFlushSlot::Locked locked(*slot_);
     writer_.flush();
   } catch (const std::exception& e) {
     stop(c, e.what());
@@ -403,7 +470,34 @@ void ReactorRecorder::flush_log(Cell* c) {
 
 void ReactorRecorder::before_snapshot(Cell* c) { flush_log(c); }
 
-void ReactorRecorder::flush_when_idle(Cell* c) {
+void ReactorRecorder::begin_outside_state(Cell*) { in_outside_state_ = anchored_ && !stopped_; }
+
+void ReactorRecorder::end_outside_state(Cell* c) {
+  if (!in_outside_state_) return;
+  in_outside_state_ = false;
+  HeapScope system(nullptr);
+  try {
+    input_.clear();
+    input_.kind = RecordKind::kOutsideState;
+    const auto& timers = ReactorAccess::saved_timers(*c->reactor);
+    input_.numbers.push_back(static_cast<std::int64_t>(timers.size()));
+    for (const auto& t : timers) {
+      input_.numbers.push_back(static_cast<std::int64_t>(t.id));
+      input_.numbers.push_back(t.due_in_ns);
+      input_.numbers.push_back(t.period_ns);
+    }
+    const auto& sockets = ReactorAccess::saved_sockets(*c->reactor);
+    input_.numbers.push_back(static_cast<std::int64_t>(sockets.size()));
+    for (const SocketId id : sockets) input_.numbers.push_back(static_cast<std::int64_t>(id));
+    append_record(writer_, *slot_, input_);
+    writer_.close_event();  // between events: it belongs with the event before
+  } catch (const std::exception& e) {
+    stop(c, e.what());
+  }
+}
+
+void ReactorRecorder::flush_pending(Cell* c) {
+  flush_queued_on_ = nullptr;
   // A ring lives in the process's memory: writing its block there saves nothing from a crash.
   if (options_.mode == RecordingMode::kFile && writer_.pending_bytes() != 0) flush_log(c);
 }
@@ -419,6 +513,7 @@ std::filesystem::path ReactorRecorder::dump(Cell* c, const std::filesystem::path
   if (!stopped_ && !anchored_) anchor(c, ReactorAccess::events(*c->reactor));  // no event yet
   if (stopped_) throw std::runtime_error("the recording of this reactor stopped after an error");
   try {
+    const FatalFlushSlot::Locked locked(*slot_);
     writer_.flush();
   } catch (const std::exception& e) {
     stop(c, e.what());
@@ -445,6 +540,39 @@ std::filesystem::path ReactorRecorder::dump(Cell* c, const std::filesystem::path
   }
   write_ring(directory);
   return directory;
+}
+
+std::optional<RestartSource> ReactorRecorder::take_restart_source(Cell* c, std::string* why) {
+  HeapScope system(nullptr);
+  if (stopped_) {
+    *why = "its recording stopped after an error";
+    return std::nullopt;
+  }
+  if (!anchored_) {
+    *why = "its recording had no anchor yet";
+    return std::nullopt;
+  }
+  RestartSource s;
+  s.recording_id = recording_id_;
+  s.anchor_events = anchor_events_;
+  s.failing_event = writer_.events();
+  s.cancelled_timers = std::move(host_.cancelled_timers());
+  host_.cancelled_timers().clear();
+  // The log holds the failing event (end_event handed its block over). From the next event on, the
+  // restored reactor is recorded anew, from an anchor of its own.
+  const FatalFlushSlot::Locked locked(*slot_);
+  anchored_ = false;
+  if (options_.mode == RecordingMode::kFile) {
+    s.anchor_file = anchor_file_;
+    s.log_directory = directory_;
+    file_.reset();
+  } else {
+    s.anchor_bytes = std::move(checkpoint_);
+    checkpoint_.clear();
+    s.log_bytes = ring_.take_bytes();
+  }
+  (void)c;
+  return s;
 }
 
 void ReactorRecorder::write_crash_bundle(Cell* c) {

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "../envelope.h"
+#include "../timer_service.h"
 #include "reheap/heap_scope.h"
 
 namespace reheap::detail::recording {
@@ -18,9 +19,10 @@ LogRecord& RecordingHost::record(RecordKind kind) noexcept {
 
 void RecordingHost::append() {
   HeapScope system(nullptr);
-  writer_.append(scratch_);
+  append_record(writer_, slot_, scratch_);
   if (writer_.pending_bytes() >= kLogBlockBytes && failure_.empty()) [[unlikely]] {
     try {
+      const FatalFlushSlot::Locked locked(slot_);
       writer_.flush();
     } catch (const std::exception& e) {
       failure_ = e.what();
@@ -137,6 +139,11 @@ void RecordingHost::start_timer(TimerId id, std::chrono::nanoseconds delay, std:
 }
 
 void RecordingHost::cancel_timer(TimerId id) {
+  // As it stood: a restart that undoes this event brings it back (replay/exact_restart.h).
+  if (const std::optional<TimerState> before = timer_state(live_->cell(), id)) {
+    HeapScope system(nullptr);
+    cancelled_timers_.push_back(*before);
+  }
   live_->cancel_timer(id);
   record(RecordKind::kTimerCancel).id = id;
   append();

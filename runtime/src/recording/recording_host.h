@@ -15,19 +15,40 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "../live_host.h"
+#include "../timer_state.h"
+#include "fatal_flush.h"
 #include "reheap/recording.h"
 #include "reheap/recording_log.h"
 
 namespace reheap::detail::recording {
 
+// Appends `record` to `writer`, first growing the block's buffer under `slot` if it might move
+// (fatal_flush.h): a fatal signal's handler on another thread may be reading the closed events'
+// records at the buffer's start.
+inline void append_record(LogWriter& writer, FatalFlushSlot& slot, const LogRecord& record) {
+  const std::size_t need = LogWriter::encoded_bound(record);
+  if (writer.room() < need) [[unlikely]] {
+    const FatalFlushSlot::Locked locked(slot);
+    writer.reserve_room(need);
+  }
+  writer.append(record);
+}
+
 class RecordingHost final : public ReactorHost {
  public:
-  RecordingHost(LogWriter& writer, RecordedOutputs outputs) noexcept : writer_(writer), outputs_(outputs) {}
+  RecordingHost(LogWriter& writer, FatalFlushSlot& slot, RecordedOutputs outputs) noexcept
+      : writer_(writer), slot_(slot), outputs_(outputs) {}
 
   // The event being delivered goes to `live`.
-  void bind(LiveHost& live) noexcept { live_ = &live; }
+  void bind(LiveHost& live) noexcept {
+    live_ = &live;
+    if (!cancelled_timers_.empty()) cancelled_timers_.clear();
+  }
+  // The timers the event being delivered (or the last one) cancelled, as they stood before.
+  std::vector<TimerState>& cancelled_timers() noexcept { return cancelled_timers_; }
 
   std::chrono::system_clock::time_point system_now() override;
   std::chrono::steady_clock::time_point steady_now() override;
@@ -68,10 +89,12 @@ class RecordingHost final : public ReactorHost {
   void append();
 
   LogWriter& writer_;
+  FatalFlushSlot& slot_;
   RecordedOutputs outputs_;
   LiveHost* live_ = nullptr;
   LogRecord scratch_;  // reused: its strings keep their capacity
   std::string failure_;
+  std::vector<TimerState> cancelled_timers_;
 };
 
 }  // namespace reheap::detail::recording

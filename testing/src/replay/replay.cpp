@@ -16,6 +16,7 @@
 #include "reheap/snapshot.h"
 #include "reheap/snapshot_file.h"
 #include "../test_runtime_impl.h"
+#include "reheap/testing/virtual_clock.h"
 
 namespace reheap::testing {
 
@@ -140,6 +141,11 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
   }
   impl->log = detail::read_recorded_log(path);
   const LogHeader& header = impl->log.header;
+  if (!impl->log.end.note.empty()) {
+    // The recording process was killed while it wrote: the replay ends at the last whole event.
+    impl->warnings.push_back("the log ends after event " + std::to_string(impl->log.last_index()) + ": " +
+                             impl->log.end.note);
+  }
 
   if (header.build_id != program_build_id()) {
     const std::string difference = "the log was recorded by build " +
@@ -225,7 +231,11 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
         "event that takes one (a first page run, a huge block, a size class past 2 MiB) the heap may lie elsewhere "
         "and its digest differ");
   }
-  impl->host = std::make_unique<detail::ReplayHost>();
+  detail::ReplayHostOptions host;
+  host.first_system_now = VirtualClock::kSystemEpoch;
+  host.first_steady_now = VirtualClock::kSteadyEpoch;
+  host.keep_sends = true;
+  impl->host = std::make_unique<detail::ReplayHost>(host);
   impl->restore(first);
   return Replay(std::move(impl));
 }
@@ -253,7 +263,6 @@ void Replay::Impl::restore(const detail::StartPoint& start) {
     ReactorAccess::saved_timers(*reactor).clear();
     ReactorAccess::saved_sockets(*reactor).clear();
   }
-  std::vector<ReplayedSend>& sends = host->sends();
   std::erase_if(sends, [&](const ReplayedSend& s) { return s.event > position; });
 }
 
@@ -271,7 +280,7 @@ std::uint64_t Replay::position() const noexcept { return impl_->position; }
 bool Replay::at_end() const noexcept { return impl_->position >= impl_->log.last_index(); }
 std::chrono::nanoseconds Replay::last_seek_duration() const noexcept { return impl_->last_seek; }
 std::optional<std::uint64_t> Replay::last_seek_restored() const noexcept { return impl_->last_seek_restored; }
-const std::vector<ReplayedSend>& Replay::sends() const noexcept { return impl_->host->sends(); }
+const std::vector<ReplayedSend>& Replay::sends() const noexcept { return impl_->sends; }
 
 Reactor& Replay::reactor_base() {
   if (impl_->reactor == nullptr) {

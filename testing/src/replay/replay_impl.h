@@ -9,15 +9,31 @@
 #include <vector>
 
 #include "../exclusive_use.h"
-#include "chunk_plan.h"
-#include "recorded_log.h"
-#include "replay_host.h"
+#include "replay/chunk_plan.h"    // runtime/src
+#include "replay/recorded_log.h"  // runtime/src
+#include "replay/replay_host.h"   // runtime/src
 #include "reheap/heap.h"
 #include "reheap/testing/replay.h"
 
 namespace reheap::testing {
 
 namespace detail {
+
+// The runtime's replay engine (runtime/src/replay/), which an exact restart uses too.
+using reheap::detail::replay::AbortEvent;
+using reheap::detail::replay::ArmedTimer;
+using reheap::detail::replay::CallMismatch;
+using reheap::detail::replay::ChunkPlan;
+using reheap::detail::replay::DivergenceNote;
+using reheap::detail::replay::RecordedLog;
+using reheap::detail::replay::RecordedLogEvent;
+using reheap::detail::replay::ReplayHost;
+using reheap::detail::replay::ReplayHostOptions;
+using reheap::detail::replay::SentMessage;
+using reheap::detail::replay::describe_input;
+using reheap::detail::replay::read_recorded_log;
+using reheap::detail::replay::rewrite_outside_state;
+using reheap::detail::replay::throw_refusal;
 
 // A snapshot a replay can restore: the anchor or one of ReplayOptions::snapshots.
 struct StartPoint {
@@ -43,6 +59,7 @@ struct Replay::Impl {
   Reactor* reactor = nullptr;
   std::unique_ptr<detail::ReplayHost> host;
   std::unique_ptr<detail::ChunkPlan> chunks;  // attached to `heap` while the replay holds it
+  std::vector<ReplayedSend> sends;  // every send replayed so far (taken from the host's)
   std::uint64_t position = 0;
   std::optional<std::uint64_t> last_state_match;  // the last event whose digest compared equal
   std::string stopped;  // why step() refuses: a divergence or a failure happened ("" if none)
@@ -54,7 +71,10 @@ struct Replay::Impl {
   void restore(const detail::StartPoint& start);
   // Delivers the event after `position` (which must exist). Throws Divergence, ReplayedFailure.
   void deliver_next();
-  [[noreturn]] void throw_divergence(const detail::DivergenceNote& note, const detail::RecordedLogEvent& e);
+  // Moves what the host sent during the last event into `sends`.
+  void take_sends();
+  [[noreturn]] void throw_divergence(DivergenceKind kind, const std::string& expected, const std::string& actual,
+                                     const detail::RecordedLogEvent& e);
   std::string state_line() const;
   // The pages of the heap that differ from a recorded snapshot after `event`, or why unknown.
   std::string page_differences(std::uint64_t event);

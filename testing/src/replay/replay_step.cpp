@@ -6,6 +6,7 @@
 #include <new>
 
 #include "envelope.h"        // runtime/src
+#include "replay/record_text.h"  // runtime/src
 #include "reactor_access.h"  // runtime/src
 #include "replay_impl.h"
 #include "reheap/heap_digest.h"
@@ -30,6 +31,18 @@ std::error_code recorded_error(const LogRecord& r) {
       return {r.error_value, std::system_category()};
   }
   return {};
+}
+
+DivergenceKind divergence_kind(detail::CallMismatch m) noexcept {
+  switch (m) {
+    case detail::CallMismatch::kOutput:
+      return DivergenceKind::kOutput;
+    case detail::CallMismatch::kMissingOutput:
+      return DivergenceKind::kMissingOutput;
+    case detail::CallMismatch::kExtraOutput:
+      return DivergenceKind::kExtraOutput;
+  }
+  return DivergenceKind::kOutput;
 }
 
 std::string digest_text(std::uint64_t d) {
@@ -80,13 +93,14 @@ std::string Replay::Impl::page_differences(std::uint64_t event) {
          " was given (ReplayOptions::snapshots); with one, the differing pages and offsets are listed here";
 }
 
-void Replay::Impl::throw_divergence(const detail::DivergenceNote& note, const detail::RecordedLogEvent& e) {
+void Replay::Impl::throw_divergence(DivergenceKind kind, const std::string& expected, const std::string& actual,
+                                    const detail::RecordedLogEvent& e) {
   const HeapScope system(nullptr);
   const std::string event = "event " + std::to_string(e.index) + " (" + detail::describe_input(e.input) + ")";
   std::string report = "reheap::testing::Replay of " + path.string() + " diverged at " + event + ": " +
-                       to_string(note.kind) + "\n  expected (recorded): " + note.expected +
-                       "\n  actual (replayed):   " + note.actual;
-  if (note.kind == DivergenceKind::kState) {
+                       to_string(kind) + "\n  expected (recorded): " + expected +
+                       "\n  actual (replayed):   " + actual;
+  if (kind == DivergenceKind::kState) {
     report += "\n  state: the heap after event " + std::to_string(e.index) + " differs from the recorded one; " +
               (last_state_match ? "it matched after event " + std::to_string(*last_state_match)
                                 : std::string("no earlier digest was compared")) + ".\n  pages: " +
@@ -97,7 +111,15 @@ void Replay::Impl::throw_divergence(const detail::DivergenceNote& note, const de
   report += "\n  reproduce: reheap::testing::Replay::open(\"" + path.string() + "\"), run_to(" +
             std::to_string(e.index - 1) + ") to stand just before it, then step()";
   stopped = "diverged at event " + std::to_string(e.index);
-  throw Divergence(note.kind, e.index, static_cast<EventKind>(e.input.kind), note.expected, note.actual, report);
+  throw Divergence(kind, e.index, static_cast<EventKind>(e.input.kind), expected, actual, report);
+}
+
+void Replay::Impl::take_sends() {
+  const HeapScope system(nullptr);
+  for (detail::SentMessage& s : host->sends()) {
+    sends.push_back(ReplayedSend{s.event, s.to, s.type_id, s.encoding, std::move(s.payload), s.result});
+  }
+  host->sends().clear();
 }
 
 void Replay::Impl::deliver_next() {
@@ -178,6 +200,14 @@ void Replay::Impl::deliver_next() {
     }
   }
   position = e.index;
+  // The recorded digest was taken right after the hook, before the runtime wrote into the heap
+  // for a snapshot (outside_state), which comes next as it came in the recording.
+  std::optional<std::uint64_t> digest;
+  if (compare_state && e.state_digest) digest = used_pages_digest(*heap);
+  if (!threw && !host->divergence() && !e.outside.empty()) {
+    const HeapScope current(*heap);
+    for (const LogRecord& outside : e.outside) detail::rewrite_outside_state(*reactor, outside);
+  }
   chunks->end();
   {
     const HeapScope system(nullptr);
@@ -191,7 +221,8 @@ void Replay::Impl::deliver_next() {
     detail::throw_refusal(*refusal, log.where, heap->id());
   }
   if (!host->divergence() && !threw) host->finish();
-  if (host->divergence()) throw_divergence(*host->divergence(), e);
+  take_sends();
+  if (const auto& note = host->divergence()) throw_divergence(divergence_kind(note->kind), note->expected, note->actual, e);
 
   const HeapScope system(nullptr);
   if (threw) {
@@ -199,15 +230,12 @@ void Replay::Impl::deliver_next() {
       stopped = "the recorded failure recurred at event " + std::to_string(e.index);
       throw ReplayedFailure(log.header.actor, e.index, hook_name(event.kind), *threw, e.failed_hook, e.failed_what);
     }
-    throw_divergence(detail::DivergenceNote{DivergenceKind::kFailure, "the hook returned",
-                                            std::string(hook_name(event.kind)) + " threw: " + *threw},
+    throw_divergence(DivergenceKind::kFailure, "the hook returned", std::string(hook_name(event.kind)) + " threw: " + *threw,
                      e);
   }
-  if (compare_state && e.state_digest) {
-    const std::uint64_t now = used_pages_digest(*heap);
-    if (now != *e.state_digest) {
-      throw_divergence(detail::DivergenceNote{DivergenceKind::kState, digest_text(*e.state_digest), digest_text(now)},
-                       e);
+  if (digest) {
+    if (*digest != *e.state_digest) {
+      throw_divergence(DivergenceKind::kState, digest_text(*e.state_digest), digest_text(*digest), e);
     }
     last_state_match = e.index;
   }

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-namespace reheap::testing::detail {
+namespace reheap::detail::replay {
 namespace {
 
 constexpr std::size_t kHexShown = 64;
@@ -122,4 +122,4 @@ std::string describe_record(const LogRecord& r, bool with_answer) {
   }
 }
 
-}  // namespace reheap::testing::detail
+}  // namespace reheap::detail::replay

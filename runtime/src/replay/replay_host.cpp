@@ -6,12 +6,12 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "envelope.h"        // runtime/src
-#include "reactor_access.h"  // runtime/src
+#include "../envelope.h"
+#include "../reactor_access.h"
 #include "record_text.h"
 #include "reheap/heap_scope.h"
 
-namespace reheap::testing::detail {
+namespace reheap::detail::replay {
 namespace {
 
 std::int64_t ns_of(std::uint64_t recorded) noexcept { return static_cast<std::int64_t>(recorded); }
@@ -35,7 +35,7 @@ class RecordedSocketError : public std::system_error {
 };
 
 [[noreturn, gnu::cold]] void throw_not_recorded(const char* operation) {
-  throw std::logic_error(std::string("reheap::testing::Replay: ") + operation +
+  throw std::logic_error(std::string("reheap: replay: ") + operation +
                          " was not recorded for this event (the recorded hook threw before it), and a "
                          "replay has no sockets to do it");
 }
@@ -54,11 +54,11 @@ void ReplayHost::begin(const RecordedLogEvent& event, Reactor& reactor, bool len
 void ReplayHost::finish() {
   if (divergence_ || lenient_ || next_ >= event_->answers.size()) return;
   const HeapScope system(nullptr);
-  divergence_ = DivergenceNote{DivergenceKind::kMissingOutput, describe_record(event_->answers[next_], true),
+  divergence_ = DivergenceNote{CallMismatch::kMissingOutput, describe_record(event_->answers[next_], true),
                                "nothing: the hook returned"};
 }
 
-void ReplayHost::diverge(DivergenceKind kind, std::string expected, std::string actual) {
+void ReplayHost::diverge(CallMismatch kind, std::string expected, std::string actual) {
   divergence_ = DivergenceNote{kind, std::move(expected), std::move(actual)};
   throw AbortEvent{};
 }
@@ -104,8 +104,8 @@ const LogRecord* ReplayHost::match(const LogRecord& actual) {
     if (left && answers[next_].kind == actual.kind) return &answers[next_++];
     return nullptr;
   }
-  if (!left) diverge(DivergenceKind::kExtraOutput, "nothing more: the recorded hook returned", describe_record(actual, false));
-  diverge(DivergenceKind::kOutput, describe_record(answers[next_], true), describe_record(actual, false));
+  if (!left) diverge(CallMismatch::kExtraOutput, "nothing more: the recorded hook returned", describe_record(actual, false));
+  diverge(CallMismatch::kOutput, describe_record(answers[next_], true), describe_record(actual, false));
 }
 
 std::chrono::system_clock::time_point ReplayHost::system_now() {
@@ -133,8 +133,17 @@ void ReplayHost::seed(std::uint64_t out[2]) {
     out[1] = r->value[1];
     return;
   }
-  out[0] = default_seeds_.next();
-  out[1] = default_seeds_.next();
+  out[0] = next_seed();
+  out[1] = next_seed();
+}
+
+std::uint64_t ReplayHost::next_seed() noexcept {
+  // SplitMix64: a Weyl sequence through a bijective mixer, so that seed streams 0, 1, 2, ... are
+  // unrelated.
+  std::uint64_t z = (seeds_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }
 
 int ReplayHost::worker() {
@@ -144,17 +153,18 @@ int ReplayHost::worker() {
 }
 
 Runtime& ReplayHost::runtime() {
+  if (options_.runtime != nullptr) return *options_.runtime;
   const HeapScope system(nullptr);
   throw std::logic_error(
       "reheap::Reactor::runtime: a replayed reactor has no reheap::Runtime (its recording does not "
       "hold what runtime() did); use the reactor's own operations");
 }
 
-SendResult ReplayHost::send(ActorRef to, reheap::detail::Envelope* envelope) {
+SendResult ReplayHost::send(ActorRef to, Envelope* envelope) {
   const HeapScope system(nullptr);
   LogRecord actual = call(RecordKind::kSend);
   actual.ref = to;
-  ReplayedSend sent;
+  SentMessage sent;
   sent.event = event_->index;
   sent.to = to;
   if (envelope != nullptr) {
@@ -167,13 +177,14 @@ SendResult ReplayHost::send(ActorRef to, reheap::detail::Envelope* envelope) {
     actual.bytes.assign(static_cast<const char*>(envelope->payload()), envelope->size);
     sent.type_id = envelope->type_id;
     sent.encoding = envelope->encoding;
-    sent.payload.assign(actual.bytes.begin(), actual.bytes.end());
-    reheap::detail::free_envelope(envelope);  // nothing leaves a replay
+    if (options_.keep_sends) sent.payload.assign(actual.bytes.begin(), actual.bytes.end());
+    free_envelope(envelope);  // nothing leaves a replay
   }
   const LogRecord* r = match(actual);
   sent.result = r != nullptr ? static_cast<SendResult>(r->result) : SendResult::kOk;
-  sends_.push_back(std::move(sent));
-  return sends_.back().result;
+  const SendResult result = sent.result;
+  if (options_.keep_sends) sends_.push_back(std::move(sent));
+  return result;
 }
 
 ActorRef ReplayHost::spawn(const SpawnOptions& options, Construct, void*) {
@@ -220,7 +231,7 @@ void ReplayHost::cancel_timer(TimerId id) {
 }
 
 void ReplayHost::socket_seen(SocketId id) noexcept {
-  SocketId& counter = reheap::detail::ReactorAccess::socket_counter(*reactor_);
+  SocketId& counter = ReactorAccess::socket_counter(*reactor_);
   if (counter <= id) counter = id + 1;
 }
 
@@ -301,4 +312,20 @@ void ReplayHost::set_write_high_water(SocketId socket, std::size_t bytes) {
   match(actual);
 }
 
-}  // namespace reheap::testing::detail
+void rewrite_outside_state(Reactor& reactor, const LogRecord& record) {
+  const std::vector<std::int64_t>& n = record.numbers;
+  auto& timers = ReactorAccess::saved_timers(reactor);
+  auto& sockets = ReactorAccess::saved_sockets(reactor);
+  // As record_timers and record_sockets do: cleared, then filled in order.
+  timers.clear();
+  const auto count = static_cast<std::size_t>(n[0]);
+  for (std::size_t i = 0; i < count; ++i) {
+    timers.push_back(ReactorAccess::SavedTimer{static_cast<TimerId>(n[1 + 3 * i]), n[2 + 3 * i], n[3 + 3 * i]});
+  }
+  sockets.clear();
+  for (std::size_t i = 2 + 3 * count; i < n.size(); ++i) sockets.push_back(static_cast<SocketId>(n[i]));
+  timers.clear();
+  sockets.clear();
+}
+
+}  // namespace reheap::detail::replay

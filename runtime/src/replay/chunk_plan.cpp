@@ -7,7 +7,7 @@
 #include "reheap/recording_log.h"
 #include "reheap/zone.h"
 
-namespace reheap::testing::detail {
+namespace reheap::detail::replay {
 namespace {
 
 const char* half_name(ChunkHalf half) noexcept { return half == ChunkHalf::kClass ? "class" : "large"; }
@@ -116,4 +116,4 @@ void throw_refusal(const ChunkPlan::Refusal& refusal, const std::filesystem::pat
                            ". The replay stopped at this event");
 }
 
-}  // namespace reheap::testing::detail
+}  // namespace reheap::detail::replay

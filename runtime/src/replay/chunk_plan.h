@@ -30,7 +30,7 @@
 #include "recorded_log.h"
 #include "reheap/chunk_placement.h"
 
-namespace reheap::testing::detail {
+namespace reheap::detail::replay {
 
 class ChunkPlan final : public ChunkPlacement {
  public:
@@ -80,4 +80,4 @@ class ChunkPlan final : public ChunkPlacement {
 [[noreturn]] void throw_refusal(const ChunkPlan::Refusal& refusal, const std::filesystem::path& log,
                                 std::uint64_t own_heap);
 
-}  // namespace reheap::testing::detail
+}  // namespace reheap::detail::replay

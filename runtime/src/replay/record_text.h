@@ -10,7 +10,7 @@
 #include "reheap/message.h"
 #include "reheap/recording_log.h"
 
-namespace reheap::testing::detail {
+namespace reheap::detail::replay {
 
 // "send to reactor 5: type 0x…, msgpack, 12 bytes: [1, \"abc\"] -> kOk", "now()", ...
 // `with_answer`: append what the runtime answered (a recorded record has it; an actual call's
@@ -24,4 +24,4 @@ std::string render_payload(Encoding encoding, const void* data, std::size_t size
 // when a type of this program has that id ("0x... (bank::Deposit)").
 std::string type_text(std::uint64_t type_id);
 
-}  // namespace reheap::testing::detail
+}  // namespace reheap::detail::replay
