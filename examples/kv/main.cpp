@@ -1,21 +1,26 @@
 // reheap-kv: a Redis-compatible (RESP2) key-value server whose shards are reactors.
 //
-// Start-up: the data directory's manifest names the newest complete saved set (manifest.h); each
-// shard is restored from its file (Runtime::restore: the heap comes back at its addresses, the
-// data needs no parsing) or, without a manifest, spawned empty. A set that cannot be restored -
-// a corrupt, truncated or foreign file, a manifest that lies - stops the start with the file and
-// the reason, unless --ignore-bad-snapshot says to start empty instead, having moved the set's
-// files into a subdirectory (manifest.h, set_aside_saved_set). Then the saver and one
-// gateway per worker start, and the server says "ready". Before any of it the server locks its
-// data directory, and refuses to start if another reheap-kv holds it (data_dir_lock.h).
+// Start-up: the data directory's manifest says which data set the directory holds and names its
+// newest complete saved set (manifest.h); each shard's files are checked against it
+// (saved_set_check.h: the files say which set, shard and save they hold) and the shard restored
+// from them (Runtime::restore: the heap comes back at its addresses, the data needs no parsing),
+// or, for an empty set, spawned empty; a directory with no manifest and no shard file gets a new
+// data set's manifest first. A set that cannot be restored - a corrupt, truncated or foreign
+// file, a manifest that lies, shard files without a manifest - stops the start with the files and
+// the reasons, unless --ignore-bad-snapshot says to start a new, empty data set instead, having
+// moved the files into a subdirectory (manifest.h, set_aside_saved_set); a process of another
+// node than the set's stops it in any case. Then the saver and one gateway per worker start, and
+// the server says "ready". Before any of it the server locks its data directory, and refuses to
+// start if another reheap-kv holds it (data_dir_lock.h).
 //
 // Shards are placed round robin over the workers. Their number is fixed by the first start
 // (workers x --shards-per-worker) and kept by every later start on that directory, since a key's
 // shard depends on it; a restart with another --workers spreads the same shards differently.
 //
 // Shutdown (SIGINT, SIGTERM): the gateways stop first, so no write is acknowledged after it;
-// then, when save rules are set (as Redis does), a last full save of every shard; then the
-// runtime shuts down.
+// then the saver finishes a save under way and, when save rules are set (as Redis does), takes a
+// last full save of every shard (saver.h); then the runtime shuts down. The exit status is 1 if
+// that save failed: the saved set is then the previous one, whole.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -23,15 +28,19 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <optional>
+#include <random>
 #include <system_error>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "data_dir_lock.h"
@@ -39,6 +48,7 @@
 #include "manifest.h"
 #include "reserved_port.h"
 #include "reheap/runtime.h"
+#include "saved_set_check.h"
 #include "saver.h"
 #include "shard.h"
 
@@ -154,10 +164,11 @@ std::string canonical_rules(const std::vector<kv::SaveRule>& rules) {
   return text;
 }
 
-// Restores every shard of `manifest`; throws naming the file that failed (the lowest shard's, if
-// several did). The files are read on one thread per core at most (a restore is mostly reading
-// and checking pages, and Runtime::restore may be called from any thread), so a start-up with
-// several shards takes about the time of the largest file per core.
+// Restores every shard of `manifest`, having checked each shard's files against it
+// (saved_set_check.h); throws naming every file that failed, by shard. The files are read on one
+// thread per core at most (a restore is mostly reading and checking pages, and Runtime::restore
+// may be called from any thread), so a start-up with several shards takes about the time of the
+// largest file per core.
 std::vector<reheap::ActorRef> restore_set(reheap::Runtime& rt, const Options& o, const kv::Manifest& manifest,
                                           kv::SaverConfig& saver) {
   for (std::uint32_t i = 0; i < manifest.shards; ++i) {
@@ -168,7 +179,7 @@ std::vector<reheap::ActorRef> restore_set(reheap::Runtime& rt, const Options& o,
     }
   }
   std::vector<reheap::ActorRef> shards(manifest.shards);
-  std::vector<std::string> errors(manifest.shards);
+  std::vector<std::vector<std::string>> errors(manifest.shards);
   std::atomic<std::uint32_t> next{0};
   const auto restore_some = [&] {
     for (std::uint32_t i = next.fetch_add(1); i < manifest.shards; i = next.fetch_add(1)) {
@@ -177,11 +188,13 @@ std::vector<reheap::ActorRef> restore_set(reheap::Runtime& rt, const Options& o,
       options.worker = static_cast<int>(i % static_cast<std::uint32_t>(o.workers));
       options.spawn.name = "shard " + std::to_string(i);
       try {
+        errors[i] = kv::check_shard_line(o.dir, manifest, i);
+        if (!errors[i].empty()) continue;
         shards[i] = rt.restore(file, options);
       } catch (const std::exception& e) {
         // Snapshot errors name the file already; the others get it in front.
         const std::string what = e.what();
-        errors[i] = what.find(file.string()) != std::string::npos ? what : file.string() + ": " + what;
+        errors[i].push_back(what.find(file.string()) != std::string::npos ? what : file.string() + ": " + what);
       }
     }
   };
@@ -190,44 +203,176 @@ std::vector<reheap::ActorRef> restore_set(reheap::Runtime& rt, const Options& o,
   for (unsigned t = 1; t < std::min<unsigned>(cores, manifest.shards); ++t) readers.emplace_back(restore_some);
   restore_some();
   for (std::thread& t : readers) t.join();
-  for (std::uint32_t i = 0; i < manifest.shards; ++i) {
-    if (errors[i].empty()) continue;
-    for (const reheap::ActorRef s : shards) {
-      if (s.value() != 0) rt.stop(s);
-    }
-    for (const reheap::ActorRef s : shards) {
-      if (s.value() != 0) rt.wait_stopped(s);
-    }
-    throw std::runtime_error(errors[i]);
+  std::string failed;
+  for (const std::vector<std::string>& shard_errors : errors) {
+    for (const std::string& error : shard_errors) failed += (failed.empty() ? "" : "\n  ") + error;
   }
-  return shards;
+  if (failed.empty()) return shards;
+  for (const reheap::ActorRef s : shards) {
+    if (s.value() != 0) rt.stop(s);
+  }
+  for (const reheap::ActorRef s : shards) {
+    if (s.value() != 0) rt.wait_stopped(s);
+  }
+  throw std::runtime_error(failed);
 }
 
-// The last save on the way out: full snapshots taken from here (the gateways are gone, so nothing
-// changes under them), then the manifest. Returns false after printing why it failed.
-bool final_save(reheap::Runtime& rt, const Options& o, const std::vector<reheap::ActorRef>& shards) {
+// Why a directory without a manifest cannot start a new data set: it holds shard files, which
+// only a manifest can say what to do with (a new set's saves would be written beside them, and
+// an operator who lost the manifest must not find a fresh empty server instead). Empty if it
+// holds none.
+std::string files_without_manifest(const std::filesystem::path& dir) {
+  const std::vector<std::string> files = kv::shard_files(dir);
+  if (files.empty()) return {};
+  constexpr std::size_t kNamed = 32;
+  std::string names;
+  for (std::size_t i = 0; i < files.size() && i < kNamed; ++i) names += (i == 0 ? "" : ", ") + files[i];
+  if (files.size() > kNamed) names += " and " + std::to_string(files.size() - kNamed) + " more";
+  return (dir / kv::kManifestName).string() + ": no manifest, but the directory holds " +
+         std::to_string(files.size()) + " shard file" + (files.size() == 1 ? "" : "s") + " (" + names +
+         "), which only their manifest can restore: put it back if you have it";
+}
+
+// A new data set's id: random, so that the files of two directories never agree by chance.
+std::uint64_t new_set_id() {
+  std::random_device random;
+  std::uint64_t id = 0;
+  while (id == 0) id = std::uint64_t{random()} << 32 | random();
+  return id;
+}
+
+// The saver's report at shutdown (Saver::on_shutdown), for main.
+std::mutex g_closed_mutex;
+std::condition_variable g_closed_changed;
+std::optional<std::pair<bool, std::uint64_t>> g_closed;  // ok, the saved set's generation
+
+void on_saver_closed(bool ok, std::uint64_t generation) {
+  std::lock_guard lock(g_closed_mutex);
+  g_closed.emplace(ok, generation);
+  g_closed_changed.notify_all();
+}
+
+// Opens the data set of --dir: restores the saved set its manifest names, each shard's files
+// checked against it first, or spawns the shards of an empty set (writing a new data set's
+// manifest on a first start), into `shards`; fills the saver's view of it. False, having said why
+// on stderr, when the start must stop: a saved set that cannot be restored (unless
+// --ignore-bad-snapshot: then its files are moved aside and a new data set starts empty), or a
+// process of another node than the data set's.
+bool open_data_set(reheap::Runtime& rt, const Options& o, kv::SaverConfig& saver, std::vector<reheap::ActorRef>& shards) {
+  const auto load_start = std::chrono::steady_clock::now();
+  const std::uint32_t node = rt.identity().node;
+  std::optional<kv::Manifest> manifest;
+  std::string unrestorable;  // why the saved set cannot be restored, naming the files
   try {
-    const std::optional<kv::Manifest> previous = kv::read_manifest(o.dir);
-    kv::Manifest next;
-    next.generation = (previous ? previous->generation : 0) + 1;
-    // A save that the saver left unfinished may have used the next generation: skip past it.
-    while (std::filesystem::exists(o.dir / kv::shard_file_name(0, next.generation))) ++next.generation;
-    next.shards = static_cast<std::uint32_t>(shards.size());
-    next.saved_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
-    for (std::uint32_t i = 0; i < shards.size(); ++i) {
-      const std::string name = kv::shard_file_name(i, next.generation);
-      rt.snapshot(shards[i], o.dir / name);
-      next.chains.push_back({name});
-    }
-    kv::write_manifest(o.dir, next);
-    kv::delete_unnamed_files(o.dir, next);
-    std::printf("reheap-kv: saved generation %llu on the way out\n", static_cast<unsigned long long>(next.generation));
-    return true;
+    manifest = kv::read_manifest(o.dir);
+    if (!manifest) unrestorable = files_without_manifest(o.dir);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "reheap-kv: the save on the way out failed, the saved set is the previous one: %s\n", e.what());
+    unrestorable = e.what();
+  }
+  if (manifest && manifest->node != node) {
+    // Not for --ignore-bad-snapshot: the set is sound, the process is not the one to restore it.
+    // Its shards' heaps lie in the address range of the node that saved them, which a process of
+    // another node would take over (reheap/node_identity.h).
+    std::fprintf(stderr,
+                 "reheap-kv: refusing to start: %s: the data set was saved by node %u, and this process is node "
+                 "%u (REHEAP_NODE); start it with REHEAP_NODE=%u, or give this node another data directory\n",
+                 (o.dir / kv::kManifestName).c_str(), manifest->node, node, manifest->node);
     return false;
   }
+  if (manifest && !manifest->chains.empty()) {
+    try {
+      shards = restore_set(rt, o, *manifest, saver);
+    } catch (const std::exception& e) {
+      unrestorable = e.what();
+    }
+  }
+  std::uint64_t generation = 0;  // of a new data set: above every file of the directory
+  if (!unrestorable.empty()) {
+    if (!o.ignore_bad_snapshot) {
+      std::fprintf(stderr,
+                   "reheap-kv: cannot restore the saved set:\n  %s\n"
+                   "reheap-kv: refusing to start; fix or move the data directory, or start with "
+                   "--ignore-bad-snapshot to start empty (the set's files are then moved into "
+                   "an unrestorable-<n> subdirectory, and none is deleted)\n",
+                   unrestorable.c_str());
+      return false;
+    }
+    // The new set must not reuse the bad set's file names, even when the manifest is the bad
+    // part: it saves above every file of the directory.
+    generation = kv::newest_file_generation(o.dir);
+    std::filesystem::path kept;
+    try {
+      kept = kv::set_aside_saved_set(o.dir);
+    } catch (const std::exception& moving) {
+      std::fprintf(stderr,
+                   "reheap-kv: cannot restore the saved set:\n  %s\n"
+                   "reheap-kv: refusing to start, as its files could not be set aside: %s\n",
+                   unrestorable.c_str(), moving.what());
+      return false;
+    }
+    std::fprintf(stderr,
+                 "reheap-kv: cannot restore the saved set, starting empty (--ignore-bad-snapshot):\n  %s\n"
+                 "reheap-kv: the set's files, the good shards' among them, are kept in %s\n",
+                 unrestorable.c_str(), kept.c_str());
+    saver.file_bytes.clear();
+    manifest.reset();
+  }
+  if (!manifest) {
+    // A new data set: its manifest first, so that the directory says which set it holds before
+    // any file of it exists (manifest.h).
+    kv::Manifest fresh;
+    fresh.set_id = new_set_id();
+    fresh.node = node;
+    fresh.generation = generation;
+    fresh.shards = static_cast<std::uint32_t>(o.workers * o.shards_per_worker);
+    fresh.saved_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+    try {
+      kv::write_manifest(o.dir, fresh);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "reheap-kv: refusing to start: cannot write the new data set's manifest: %s\n", e.what());
+      return false;
+    }
+    manifest = fresh;
+  }
+  saver.loaded = *manifest;
+  saver.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  if (shards.empty()) {
+    for (std::uint32_t i = 0; i < manifest->shards; ++i) {
+      reheap::SpawnOptions options;
+      options.worker = static_cast<int>(i % static_cast<std::uint32_t>(o.workers));
+      options.name = "shard " + std::to_string(i);
+      shards.push_back(rt.spawn<kv::Shard>(options, i, manifest->shards, manifest->set_id));
+    }
+  } else {
+    std::printf("reheap-kv: restored %zu shards of generation %llu in %.3f s\n", shards.size(),
+                static_cast<unsigned long long>(manifest->generation), saver.load_seconds);
+  }
+  // The shard files the set does not use: this data set's go with the next save, and whatever
+  // else is there stays, whoever put it there.
+  kv::UnnamedFiles unnamed;
+  try {
+    unnamed = kv::sort_unnamed_files(o.dir, *manifest);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "reheap-kv: refusing to start: %s\n", e.what());
+    return false;
+  }
+  if (!unnamed.own.empty()) {
+    std::string names;
+    for (const std::string& name : unnamed.own) names += "\n  " + (o.dir / name).string();
+    std::fprintf(stderr,
+                 "reheap-kv: files of this data set that the saved set does not use (of an unfinished save, or "
+                 "of an older set), which the next save deletes:%s\n",
+                 names.c_str());
+  }
+  if (!unnamed.foreign.empty()) {
+    std::string names;
+    for (const std::string& line : unnamed.foreign) names += "\n  " + line;
+    std::fprintf(stderr, "reheap-kv: shard files that are not this data set's, left alone (no save deletes or "
+                 "overwrites them):%s\n", names.c_str());
+  }
+  saver.unused_own_files = std::move(unnamed.own);
+  return true;
 }
 
 }  // namespace
@@ -292,58 +437,9 @@ int main(int argc, char** argv) {
   saver.port = port;
   saver.workers = o.workers;
   saver.process_id = getpid();
+  saver.on_closed = &on_saver_closed;
   std::vector<reheap::ActorRef> shards;
-  const auto load_start = std::chrono::steady_clock::now();
-  try {
-    const std::optional<kv::Manifest> manifest = kv::read_manifest(o.dir);
-    if (manifest) {
-      shards = restore_set(rt, o, *manifest, saver);
-      saver.loaded = *manifest;
-    }
-  } catch (const std::exception& e) {
-    if (!o.ignore_bad_snapshot) {
-      std::fprintf(stderr,
-                   "reheap-kv: cannot restore the saved set: %s\n"
-                   "reheap-kv: refusing to start; fix or move the data directory, or start with "
-                   "--ignore-bad-snapshot to start empty (the set's files are then moved into "
-                   "an unrestorable-<n> subdirectory)\n",
-                   e.what());
-      return 1;
-    }
-    // The next save must not reuse the bad set's file names, even when the manifest is the bad
-    // part: it saves above every file of the directory.
-    const std::uint64_t newest = kv::newest_file_generation(o.dir);
-    std::filesystem::path kept;
-    try {
-      kept = kv::set_aside_saved_set(o.dir);
-    } catch (const std::exception& moving) {
-      std::fprintf(stderr,
-                   "reheap-kv: cannot restore the saved set: %s\n"
-                   "reheap-kv: refusing to start, as its files could not be set aside: %s\n",
-                   e.what(), moving.what());
-      return 1;
-    }
-    std::fprintf(stderr,
-                 "reheap-kv: cannot restore the saved set, starting empty (--ignore-bad-snapshot): %s\n"
-                 "reheap-kv: the set's files, the good shards' among them, are kept in %s\n",
-                 e.what(), kept.c_str());
-    saver.file_bytes.clear();
-    saver.loaded = kv::Manifest{};
-    saver.loaded.generation = newest;
-  }
-  saver.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
-  if (shards.empty()) {
-    const auto count = static_cast<std::uint32_t>(o.workers * o.shards_per_worker);
-    for (std::uint32_t i = 0; i < count; ++i) {
-      reheap::SpawnOptions options;
-      options.worker = static_cast<int>(i % static_cast<std::uint32_t>(o.workers));
-      options.name = "shard " + std::to_string(i);
-      shards.push_back(rt.spawn<kv::Shard>(options, i, count));
-    }
-  } else {
-    std::printf("reheap-kv: restored %zu shards of generation %llu in %.3f s\n", shards.size(),
-                static_cast<unsigned long long>(saver.loaded.generation), saver.load_seconds);
-  }
+  if (!open_data_set(rt, o, saver, shards)) return 1;
   saver.shards = shards;
 
   reheap::SpawnOptions saver_options;
@@ -379,10 +475,23 @@ int main(int argc, char** argv) {
   std::printf("reheap-kv: %s, shutting down\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
   for (const reheap::ActorRef g : gateways) rt.stop(g);
   for (const reheap::ActorRef g : gateways) rt.wait_stopped(g);
+  // The saver finishes a save under way (a save never leaves its files unnamed), then takes the
+  // last save if there are rules (as Redis does), and reports; a failed shard saves nothing more.
+  const bool save_on_the_way_out = !rules.empty() && !g_failed.load();
+  rt.send(saver_ref, kv::SaverShutdown{.save = save_on_the_way_out});
+  std::optional<std::pair<bool, std::uint64_t>> closed;
+  {
+    std::unique_lock lock(g_closed_mutex);
+    // Until the saver has reported, or is gone (it failed, and that failure is reported).
+    while (!g_closed && rt.alive(saver_ref)) g_closed_changed.wait_for(lock, std::chrono::milliseconds(100));
+    closed = g_closed;
+  }
   rt.stop(saver_ref);
   rt.wait_stopped(saver_ref);
-  bool saved = true;
-  if (!rules.empty() && !g_failed.load()) saved = final_save(rt, o, shards);
+  const bool saved = !save_on_the_way_out || (closed && closed->first);
+  if (save_on_the_way_out && saved) {
+    std::printf("reheap-kv: saved generation %llu on the way out\n", static_cast<unsigned long long>(closed->second));
+  }
   std::fflush(stdout);
   rt.shutdown();
   return g_failed.load() || !saved ? 1 : 0;

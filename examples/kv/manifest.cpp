@@ -12,14 +12,17 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
+#include <tuple>
 
 namespace kv {
 
 namespace {
 
-constexpr std::string_view kHeader = "reheap-kv manifest 1";
+constexpr std::string_view kHeader = "reheap-kv manifest 2";
+// The manifest of a reheap-kv whose shards kept no label: its files cannot be checked, and this
+// build's Shard does not have their layout.
+constexpr std::string_view kOlderHeader = "reheap-kv manifest 1";
 
 std::uint64_t fnv1a(std::string_view bytes) {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -52,17 +55,26 @@ void sync_directory(const std::filesystem::path& dir) {
   }
 }
 
-void write_all(int fd, const std::string& text, const std::filesystem::path& file) {
+// Writes `text` to the new file `file` and closes it; on failure removes it too (a failed save
+// leaves nothing behind) and throws, naming it.
+void write_new_file(int fd, const std::string& text, const std::filesystem::path& file) {
+  const auto give_up = [&](const char* step, int error) {
+    ::close(fd);
+    ::unlink(file.c_str());
+    fail(file, std::string(step) + ": " + std::strerror(error));
+  };
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = errno;
-      ::close(fd);
-      fail(file, std::string("cannot write: ") + std::strerror(error));
-    }
+    if (n <= 0) give_up("cannot write", n == 0 ? EIO : errno);
     done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) give_up("fsync", errno);
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(file.c_str());
+    fail(file, std::string("close: ") + std::strerror(error));
   }
 }
 
@@ -93,23 +105,34 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
   Manifest m;
   std::istringstream lines(text.substr(0, mark));
   std::string line;
-  if (!std::getline(lines, line) || line != kHeader) fail(file, "not a reheap-kv manifest (foreign file)");
+  if (!std::getline(lines, line)) fail(file, "not a reheap-kv manifest (foreign file)");
+  if (line == kOlderHeader) {
+    fail(file, "written by an older reheap-kv (manifest 1), whose shard files do not say which shard they hold; "
+               "start that reheap-kv on it, or move the directory aside");
+  }
+  if (line != kHeader) fail(file, "not a reheap-kv manifest (foreign file)");
+  bool have_set = false;
+  bool have_node = false;
   bool have_generation = false;
   bool have_shards = false;
   while (std::getline(lines, line)) {
     std::istringstream fields(line);
     std::string key;
     fields >> key;
-    if (key == "generation") {
+    if (key == "set") {
+      have_set = static_cast<bool>(fields >> std::hex >> m.set_id);
+    } else if (key == "node") {
+      have_node = static_cast<bool>(fields >> m.node);
+    } else if (key == "generation") {
       have_generation = static_cast<bool>(fields >> m.generation);
     } else if (key == "shards") {
       have_shards = static_cast<bool>(fields >> m.shards) && m.shards > 0 && m.shards <= 4096;
-      if (have_shards) m.chains.assign(m.shards, {});
     } else if (key == "saved_ms") {
       fields >> m.saved_ms;
     } else if (key == "shard") {
       std::uint32_t index = 0;
       if (!have_shards || !(fields >> index) || index >= m.shards) fail(file, "bad shard line: " + line);
+      if (m.chains.empty()) m.chains.assign(m.shards, {});
       for (std::string name; fields >> name;) {
         if (!plain_name(name)) fail(file, "bad file name in shard line: " + name);
         m.chains[index].push_back(name);
@@ -118,15 +141,22 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
       fail(file, "unknown field: " + key);
     }
   }
-  if (!have_generation || !have_shards) fail(file, "missing generation or shards");
-  for (std::uint32_t i = 0; i < m.shards; ++i) {
+  if (!have_set || !have_node || !have_generation || !have_shards) {
+    fail(file, "missing one of set, node, generation and shards");
+  }
+  // An empty set names no file at all; a saved set names files for every shard.
+  for (std::uint32_t i = 0; i < m.chains.size(); ++i) {
     if (m.chains[i].empty()) fail(file, "shard " + std::to_string(i) + " has no file");
   }
   return m;
 }
 
 void write_manifest(const std::filesystem::path& dir, const Manifest& m) {
+  char set[40];
+  std::snprintf(set, sizeof set, "\nset %016" PRIx64, m.set_id);
   std::string text(kHeader);
+  text += set;
+  text += "\nnode " + std::to_string(m.node);
   text += "\ngeneration " + std::to_string(m.generation) + "\nshards " + std::to_string(m.shards) +
           "\nsaved_ms " + std::to_string(m.saved_ms) + "\n";
   for (std::uint32_t i = 0; i < m.chains.size(); ++i) {
@@ -142,45 +172,78 @@ void write_manifest(const std::filesystem::path& dir, const Manifest& m) {
   const std::filesystem::path file = dir / kManifestName;
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) fail(tmp, std::string("cannot create: ") + std::strerror(errno));
-  write_all(fd, text, tmp);
-  if (::fsync(fd) != 0) {
+  write_new_file(fd, text, tmp);
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
     const int error = errno;
-    ::close(fd);
-    fail(tmp, std::string("fsync: ") + std::strerror(error));
+    ::unlink(tmp.c_str());
+    fail(file, std::string("rename: ") + std::strerror(error));
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), file.c_str()) != 0) fail(file, std::string("rename: ") + std::strerror(errno));
   sync_directory(dir);
+}
+
+std::optional<ShardFileName> parse_shard_file_name(const std::string& name) {
+  constexpr std::string_view kPrefix = "shard-";
+  constexpr std::string_view kSuffix = ".snap";
+  if (name.size() <= kPrefix.size() + kSuffix.size() || name.rfind(kPrefix, 0) != 0 ||
+      name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    return std::nullopt;
+  }
+  // <index>.<generation>, both decimal without sign or leading zeros, so that one file has one name.
+  const std::string_view middle = std::string_view(name).substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  const std::size_t dot = middle.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  ShardFileName parsed;
+  const auto number = [](std::string_view digits, auto& out) {
+    if (digits.empty() || (digits.size() > 1 && digits[0] == '0')) return false;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return error == std::errc() && end == digits.data() + digits.size();
+  };
+  if (!number(middle.substr(0, dot), parsed.index) || !number(middle.substr(dot + 1), parsed.generation)) {
+    return std::nullopt;
+  }
+  return parsed;
+}
+
+std::vector<std::string> shard_files(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (is_shard_file(entry)) names.push_back(entry.path().filename().string());
+  }
+  if (ec) fail(dir, "cannot list: " + ec.message());
+  // By shard, then generation (shard-2 before shard-10), the names that say neither last.
+  const auto key = [](const std::string& name) {
+    const std::optional<ShardFileName> parsed = parse_shard_file_name(name);
+    return std::make_tuple(!parsed, parsed ? parsed->index : 0, parsed ? parsed->generation : 0, name);
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
+  return names;
+}
+
+std::uint64_t free_generation(const std::filesystem::path& dir, std::uint32_t shards, std::uint64_t after) {
+  for (std::uint64_t generation = after + 1;; ++generation) {
+    bool free = true;
+    for (std::uint32_t i = 0; i < shards && free; ++i) {
+      std::error_code ec;
+      const auto status = std::filesystem::symlink_status(dir / shard_file_name(i, generation), ec);
+      // A name that cannot even be looked at (file_type::none) counts as free: the save's write
+      // there fails and says why, rather than this loop running forever.
+      free = status.type() == std::filesystem::file_type::not_found || status.type() == std::filesystem::file_type::none;
+    }
+    if (free) return generation;
+  }
 }
 
 std::uint64_t newest_file_generation(const std::filesystem::path& dir) {
   std::uint64_t newest = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    // shard-<index>.<generation>.snap
     if (!is_shard_file(entry)) continue;
-    const std::string stem = entry.path().stem().string();  // shard-<index>.<generation>
-    const std::size_t dot = stem.rfind('.');
-    if (dot == std::string::npos) continue;
-    std::uint64_t generation = 0;
-    const char* first = stem.data() + dot + 1;
-    const char* last = stem.data() + stem.size();
-    const auto [end, parse_error] = std::from_chars(first, last, generation);
-    if (parse_error == std::errc() && end == last) newest = std::max(newest, generation);
+    if (const auto parsed = parse_shard_file_name(entry.path().filename().string())) {
+      newest = std::max(newest, parsed->generation);
+    }
   }
   return newest;
-}
-
-std::size_t delete_unnamed_files(const std::filesystem::path& dir, const Manifest& manifest) {
-  std::set<std::string> named;
-  for (const auto& chain : manifest.chains) named.insert(chain.begin(), chain.end());
-  std::size_t deleted = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (!is_shard_file(entry) || named.count(entry.path().filename().string()) != 0) continue;
-    if (std::filesystem::remove(entry.path(), ec)) ++deleted;
-  }
-  return deleted;
 }
 
 std::filesystem::path set_aside_saved_set(const std::filesystem::path& dir) {

@@ -80,4 +80,12 @@ struct ShardStats {
   MSGPACK_DEFINE(request, shard, keys, expires, changes, heap_live, heap_committed)
 };
 
+// The saver tells a shard which save its next snapshot belongs to, just before it asks for the
+// snapshot (shard_label.h): the shard writes the generation into its label, and so into the file.
+struct ShardSaving {
+  static constexpr std::string_view reheap_message_name = "kv::ShardSaving";
+  std::uint64_t generation = 0;
+  MSGPACK_DEFINE(generation)
+};
+
 }  // namespace kv

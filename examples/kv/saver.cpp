@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
+#include <set>
 #include <system_error>
 #include <utility>
 
@@ -46,6 +47,7 @@ Saver::Saver(SaverConfig config)
   handle<&Saver::on_request>();
   handle<&Saver::on_stats>();
   handle<&Saver::on_snapshot>();
+  handle<&Saver::on_shutdown>();
 }
 
 std::int64_t Saver::now_ms() {
@@ -63,7 +65,7 @@ void Saver::on_timer(reheap::TimerId) {
   // The rules, on the counters of the previous round (a second old at most).
   bool known = true;
   for (const std::uint64_t c : changes_at_last_save_) known = known && c != kUnknown;
-  if (!saving_ && known && !config_.rules.empty()) {
+  if (!saving_ && !closing_ && known && !config_.rules.empty()) {
     const std::int64_t now = now_ms();
     std::uint64_t changed = 0;
     for (std::size_t i = 0; i < stats_.size(); ++i) changed += stats_[i].changes - changes_at_last_save_[i];
@@ -106,10 +108,13 @@ void Saver::on_stats(const ShardStats& stats) {
   }
 }
 
-bool Saver::start_save() {
+bool Saver::start_save(bool full_asked) {
   if (saving_) return false;
   saving_ = true;
-  ++save_generation_;
+  // Names no file has: above the saved set's and above every generation a save started, and
+  // clear of whatever files the directory holds (manifest.h).
+  save_generation_ = free_generation(config_.dir, static_cast<std::uint32_t>(config_.shards.size()),
+                                     std::max(save_generation_, manifest_.generation));
   save_started_ms_ = now_ms();
   last_attempt_ms_ = save_started_ms_;
   // A restored shard's snapshotter builds on the file it was restored from, and a new shard's
@@ -117,7 +122,7 @@ bool Saver::start_save() {
   // for a full save.
   std::size_t longest_chain = 0;
   for (const auto& chain : manifest_.chains) longest_chain = std::max(longest_chain, chain.size());
-  const bool full = next_save_full_ || longest_chain > static_cast<std::size_t>(kMaxIncrements);
+  const bool full = full_asked || next_save_full_ || longest_chain > static_cast<std::size_t>(kMaxIncrements);
   save_full_ = true;  // until a shard writes an increment
   save_error_.clear();
   save_bytes_written_ = 0;
@@ -126,6 +131,7 @@ bool Saver::start_save() {
   save_chains_.assign(config_.shards.size(), {});
   changes_at_save_start_.assign(config_.shards.size(), kUnknown);
   snapshot_shard_.clear();
+  save_files_.clear();
   snapshots_left_ = static_cast<std::uint32_t>(config_.shards.size());
   save_kind_ = full ? reheap::SnapshotKind::kFull : reheap::SnapshotKind::kIncremental;
   // One lane per worker: shard i lives on worker i % workers, and a snapshot runs on its shard's
@@ -143,7 +149,11 @@ void Saver::save_shard(std::uint32_t i) {
   const std::uint64_t request = next_stats_request_++;
   stats_asked_.emplace(request, StatsAsked{StatsPurpose::kSave, 0});
   send(config_.shards[i], StatsRequest{.request = request});
-  const std::filesystem::path file = config_.dir / shard_file_name(i, save_generation_);
+  // The generation into the shard's label, so into the file (shard_label.h): the snapshot request
+  // below is a message in the same mailbox, after this one.
+  send(config_.shards[i], ShardSaving{.generation = save_generation_});
+  save_files_.push_back(shard_file_name(i, save_generation_));
+  const std::filesystem::path file = config_.dir / save_files_.back();
   snapshot_shard_.emplace(request_snapshot(config_.shards[i], file, save_kind_), i);
   shard_save_started_[i] = steady_now();
 }
@@ -181,16 +191,35 @@ void Saver::finish_save() {
   const std::int64_t now = now_ms();
   if (save_error_.empty()) {
     Manifest next;
+    next.set_id = manifest_.set_id;
+    next.node = manifest_.node;
     next.generation = save_generation_;
     next.shards = static_cast<std::uint32_t>(config_.shards.size());
     next.saved_ms = now;
     next.chains = save_chains_;
+    // What the new set, once durable, no longer needs: the replaced set's files it does not use,
+    // and (once) the unused files of this data set that start-up found. Nothing else (manifest.h).
+    // Listed before the commit, so that nothing after it can fail and call the save failed.
+    std::set<std::string> kept;
+    for (const auto& chain : next.chains) kept.insert(chain.begin(), chain.end());
+    std::vector<std::string> unused;
+    for (const std::string& name : config_.unused_own_files) {
+      if (kept.count(name) == 0) unused.push_back(name);
+    }
+    for (const auto& chain : manifest_.chains) {
+      for (const std::string& name : chain) {
+        if (kept.count(name) == 0) unused.push_back(name);
+      }
+    }
     try {
       write_manifest(config_.dir, next);
-      manifest_ = std::move(next);
-      delete_unnamed_files(config_.dir, manifest_);
     } catch (const std::exception& e) {
       save_error_ = std::string("manifest: ") + e.what();
+    }
+    if (save_error_.empty()) {
+      manifest_ = std::move(next);
+      config_.unused_own_files.clear();
+      delete_files(unused);
     }
   }
   const bool ok = save_error_.empty();
@@ -205,14 +234,14 @@ void Saver::finish_save() {
     last_save_was_full_ = save_full_;
     last_save_longest_shard_seconds_ = save_longest_shard_seconds_;
   } else {
-    std::fprintf(stderr, "reheap-kv: save %" PRIu64 " failed, the saved set is still generation %" PRIu64 ": %s\n",
-                 save_generation_, manifest_.generation, save_error_.c_str());
-    // The files of this attempt are not a set: remove them (the saved set's files are untouched).
-    for (std::uint32_t i = 0; i < config_.shards.size(); ++i) {
-      std::error_code ignored;
-      std::filesystem::remove(config_.dir / shard_file_name(i, save_generation_), ignored);
-      config_.file_bytes.erase(shard_file_name(i, save_generation_));
-    }
+    std::fprintf(stderr, "reheap-kv: %s (generation %" PRIu64 "), the saved set is still generation %" PRIu64 ": %s\n",
+                 final_started_ ? "the save on the way out failed" : "a save failed", save_generation_,
+                 manifest_.generation, save_error_.c_str());
+    // The files of this attempt are not a set: remove them. Their names were free when the save
+    // began, so whatever is under them now is this save's (a shard whose snapshot failed may
+    // still have renamed its file into place before a later step failed).
+    delete_files(save_files_);
+    for (const std::string& name : save_files_) config_.file_bytes.erase(name);
     next_save_full_ = true;
   }
   last_save_ok_ = ok;
@@ -226,6 +255,32 @@ void Saver::finish_save() {
   }
   for (const Waiter& w : waiters_) send(w.gateway, ShardReply{.request = w.request, .reply = reply});
   waiters_.clear();
+  if (closing_) continue_shutdown();
+}
+
+void Saver::delete_files(const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    std::error_code ignored;
+    std::filesystem::remove(config_.dir / name, ignored);
+  }
+}
+
+void Saver::on_shutdown(const SaverShutdown& shutdown) {
+  closing_ = true;
+  final_wanted_ = shutdown.save;
+  if (!saving_) continue_shutdown();
+}
+
+void Saver::continue_shutdown() {
+  if (final_wanted_ && !final_started_) {
+    // Full: the shards change no more (the gateways are gone), and a restart then reads one file
+    // per shard.
+    final_started_ = true;
+    start_save(true);
+    return;
+  }
+  if (config_.on_closed != nullptr) config_.on_closed(last_save_ok_ || !final_started_, manifest_.generation);
+  config_.on_closed = nullptr;  // once
 }
 
 void Saver::answer(std::uint64_t request, const std::string& reply) {

@@ -7,6 +7,22 @@
 // of files becomes the saved set only when the manifest naming it is durable (manifest.h); a save
 // that fails anywhere leaves the previous set, and the next save is full.
 //
+// What a save touches (the guarantees of manifest.h, kept here). Before each shard's snapshot the
+// saver sends the shard the save's generation (ShardSaving), so that the file says which save
+// wrote it (shard_label.h). A save's generation is the lowest above the saved set's under which
+// no shard file name exists in the directory (free_generation), so no save overwrites a file.
+// A save that fails deletes every file of its generation, which it alone wrote, and nothing
+// else: the previous set stays whole and restorable. A save that succeeds deletes, once its
+// manifest is durable, the files of the set it replaced that the new set does not use, and, the
+// first time, the files start-up found to be this data set's but unused (SaverConfig::
+// unused_own_files); never a file it cannot account for, so a file an operator or another server
+// put in the directory survives every save.
+//
+// Shutdown: main stops the gateways, then sends SaverShutdown. The saver lets a save under way
+// finish (so that it cleans up after itself, and no file of it is left unnamed), then, if asked,
+// takes the last save on the way out (full), and reports through SaverConfig::on_closed. Saves
+// by the rules stop once the shutdown has begun.
+//
 // What point in time a saved set holds: each shard's own instant, the moment its snapshot ran,
 // as in a Redis Cluster of masters saving separately. A client that wrote k1 then k2 (on other
 // shards) may find k2 saved and k1 not, if k1's shard saved before the write and k2's after.
@@ -33,6 +49,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "manifest.h"
@@ -49,12 +66,28 @@ struct SaveRule {
   std::uint64_t changes = 0;
 };
 
+// main's request once the gateways have stopped: finish the save under way, then take the save
+// on the way out if `save`, and call SaverConfig::on_closed.
+struct SaverShutdown {
+  static constexpr std::string_view reheap_message_name = "kv::SaverShutdown";
+  bool save = false;
+  MSGPACK_DEFINE(save)
+};
+
+// The saver's last word, on its worker: `ok` is false if the save on the way out failed (the
+// saved set is then the previous one, and stderr says why); `generation` is the saved set's.
+using SaverClosed = void (*)(bool ok, std::uint64_t generation);
+
 struct SaverConfig {
   std::filesystem::path dir;
   std::vector<reheap::ActorRef> shards;  // by shard index
   std::vector<SaveRule> rules;
-  // What start-up loaded: the manifest (generation 0 and no chains when it started empty).
+  // What start-up loaded: the manifest (no chains when the set is empty).
   Manifest loaded;
+  // The files of this data set in `dir` that the loaded set does not use (saved_set_check.h):
+  // deleted by the first save that succeeds.
+  std::vector<std::string> unused_own_files;
+  SaverClosed on_closed = nullptr;
   std::map<std::string, std::uint64_t> file_bytes;  // size of each file the manifest names
   double load_seconds = 0;
   // For INFO.
@@ -83,11 +116,18 @@ class Saver : public reheap::Reactor {
   void on_request(const ShardRequest& request);
   void on_stats(const ShardStats& stats);
   void on_snapshot(const reheap::SnapshotDone& done);
+  void on_shutdown(const SaverShutdown& shutdown);
 
-  // Starts a save of every shard; false if one is already running.
-  bool start_save();
+  // Starts a save of every shard (`full`: full snapshots whatever the chains); false if one is
+  // already running.
+  bool start_save(bool full = false);
   void save_shard(std::uint32_t index);
   void finish_save();
+  // During a shutdown, once no save runs: the save on the way out, or the report of it.
+  void continue_shutdown();
+  // Deletes the files of `dir` named `names`; failures are left for an operator (the files are
+  // this data set's and unused, and harmless).
+  void delete_files(const std::vector<std::string>& names);
   void answer(std::uint64_t request, const std::string& reply);
   std::string info_text(std::int64_t now) const;
   std::int64_t now_ms();
@@ -102,6 +142,7 @@ class Saver : public reheap::Reactor {
   std::int64_t save_started_ms_ = 0;
   std::uint32_t snapshots_left_ = 0;
   std::map<reheap::SnapshotRequestId, std::uint32_t> snapshot_shard_;  // request -> shard
+  std::vector<std::string> save_files_;  // the names this save asked the shards to write
   std::vector<std::vector<std::string>> save_chains_;
   std::vector<std::uint64_t> changes_at_save_start_;
   std::string save_error_;
@@ -124,6 +165,11 @@ class Saver : public reheap::Reactor {
   bool last_save_was_full_ = true;
   double last_save_longest_shard_seconds_ = 0;
   std::string last_fallback_reason_;  // why an increment asked for was written full, if one was
+
+  // The shutdown (SaverShutdown): under way, with a save on the way out wanted, and started.
+  bool closing_ = false;
+  bool final_wanted_ = false;
+  bool final_started_ = false;
 
   // Why counters were asked for: the periodic round, a save's start, or an INFO (which answers
   // with fresh counters once every shard has sent them).

@@ -1,6 +1,7 @@
 // Shard (see shard.h).
 #include "shard.h"
 
+#include <cstddef>
 #include <string_view>
 
 #include "reheap/heap.h"
@@ -9,11 +10,24 @@
 
 namespace kv {
 
-Shard::Shard(std::uint32_t index, std::uint32_t count) : index_(index), keyspace_(index, count) {
+Shard::Shard(std::uint32_t index, std::uint32_t count, std::uint64_t set_id)
+    : index_(index), label_{.set_id = set_id, .index = index, .count = count}, keyspace_(index, count) {
   handle<&Shard::on_request>();
   handle<&Shard::on_batch>();
   handle<&Shard::on_stats>();
+  handle<&Shard::on_saving>();
 }
+
+// Shard is polymorphic, so not standard-layout, where offsetof is only conditionally supported;
+// GCC and Clang give the offsets of a class without virtual bases, which it has none of (the
+// runtime reads Reactor's own fields from snapshots the same way).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+std::size_t Shard::label_offset() noexcept { return offsetof(Shard, label_); }
+#pragma GCC diagnostic pop
+
+// The saver's next message is the snapshot request of that save (shard_label.h).
+void Shard::on_saving(const ShardSaving& saving) { label_.generation = saving.generation; }
 
 void Shard::on_start() { expiry_timer_ = start_timer(kExpiryPeriod, kExpiryPeriod); }
 

@@ -16,6 +16,8 @@
 
 #include "kv_runtime_test_support.h"
 #include "manifest.h"
+#include "reheap/node_identity.h"
+#include "saved_set_check.h"
 #include "saver.h"
 #include "shard.h"
 
@@ -24,6 +26,7 @@ namespace {
 
 constexpr std::uint32_t kShards = 4;
 constexpr std::uint64_t kOtherIds = 1'000'000'000;  // ids of calls that are not stream writes
+constexpr std::uint64_t kSetId = 0x5e7;              // the data set's id, in the shards and the manifest
 
 reheap::RuntimeConfig two_workers() {
   reheap::RuntimeConfig config;
@@ -46,11 +49,13 @@ struct Server {
       reheap::SpawnOptions options;
       options.worker = static_cast<int>(i % 2);
       options.name = "shard " + std::to_string(i);
-      shards.push_back(rt.spawn<Shard>(options, i, kShards));
+      shards.push_back(rt.spawn<Shard>(options, i, kShards, kSetId));
     }
     SaverConfig config;
     config.dir = dir;
     config.shards = shards;
+    config.loaded.set_id = kSetId;
+    config.loaded.node = reheap::NodeIdentity::current().node;
     reheap::SpawnOptions saver_options;
     saver_options.name = "saver";
     saver_options.worker = 0;
@@ -212,6 +217,10 @@ TEST(SavedSet, TheSecondSaveIsAnIncrementAndRestoresTheNewerData) {
     named.insert(m->chains[i].begin(), m->chains[i].end());
   }
   EXPECT_EQ(shard_files_in(dir.path()), named);
+  // Each file says which set, shard and save it holds (the increment too), as its line does.
+  for (std::uint32_t i = 0; i < kShards; ++i) {
+    EXPECT_EQ(check_shard_line(dir.path(), *m, i), std::vector<std::string>{}) << "shard " << i;
+  }
   EXPECT_EQ(restored_values(dir.path()), values_after(2000));
 }
 

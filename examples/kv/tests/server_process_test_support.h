@@ -1,6 +1,7 @@
 // Test support for the kv tests that run the real reheap-kv binary (KV_SERVER_BINARY): a server
 // process on a free loopback port with its output in files (killed by its destructor if a test
-// fails before it stops), and a blocking RESP2 client.
+// fails before it stops), a blocking RESP2 client, and the steps the start-up tests share (save a
+// set, check its values, expect a refused start, list a directory's files with their bytes).
 #pragma once
 
 #include <arpa/inet.h>
@@ -13,16 +14,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "kv_runtime_test_support.h"
 
@@ -56,7 +62,9 @@ inline std::uint16_t free_port() {
 // One run of the server. The destructor kills it if it still runs (a failed test).
 class ServerProcess {
  public:
-  ServerProcess(const std::filesystem::path& dir, const std::filesystem::path& logs, std::vector<std::string> extra = {})
+  // `extra` goes after the standard arguments; `environment` ("NAME=value") after the test's own.
+  ServerProcess(const std::filesystem::path& dir, const std::filesystem::path& logs, std::vector<std::string> extra = {},
+                std::vector<std::string> environment = {})
       : port_(free_port()), out_(logs / ("out-" + std::to_string(port_))), err_(logs / ("err-" + std::to_string(port_))) {
     std::vector<std::string> args = {KV_SERVER_BINARY, "--port", std::to_string(port_), "--dir", dir.string(),
                                      "--save", ""};
@@ -64,12 +72,23 @@ class ServerProcess {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    // The test's environment, less the names `environment` sets (getenv takes the first).
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view entry = *e;
+      const bool replaced = std::any_of(environment.begin(), environment.end(), [&](const std::string& mine) {
+        return entry.substr(0, entry.find('=') + 1) == std::string_view(mine).substr(0, mine.find('=') + 1);
+      });
+      if (!replaced) envp.push_back(*e);
+    }
+    for (std::string& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
   }
   ~ServerProcess() {
@@ -194,5 +213,69 @@ class Client {
   bool connected_ = false;
   std::string input_;
 };
+
+// The keys the start-up tests write, and their values in a given round of writes.
+inline constexpr int kKeys = 32;
+inline std::string key(int i) { return "key:" + std::to_string(i); }
+inline std::string value(int i, const std::string& round) { return round + "-value-" + std::to_string(i); }
+
+struct Dirs {
+  TempDir data;
+  TempDir logs;
+};
+
+// Starts a server on `dir` (with `extra` arguments), writes kKeys keys of `round`, saves, and
+// stops it.
+inline void save_a_set(const std::filesystem::path& dir, const std::filesystem::path& logs, const std::string& round,
+                       std::vector<std::string> extra = {}, std::vector<std::string> environment = {}) {
+  ServerProcess server(dir, logs, std::move(extra), std::move(environment));
+  ASSERT_TRUE(server.started());
+  ASSERT_TRUE(server.wait_ready()) << server.err();
+  Client client(server.port());
+  ASSERT_TRUE(client.connected());
+  for (int i = 0; i < kKeys; ++i) ASSERT_EQ(client.command({"SET", key(i), value(i, round)}), "+OK\r\n");
+  ASSERT_EQ(client.command({"SAVE"}), "+OK\r\n");
+  EXPECT_EQ(server.terminate(), 0) << server.err();
+}
+
+// Every key of `round` is served, and nothing else is there.
+inline void expect_values(std::uint16_t port, const std::string& round) {
+  Client client(port);
+  ASSERT_TRUE(client.connected());
+  EXPECT_EQ(client.command({"DBSIZE"}), ":" + std::to_string(kKeys) + "\r\n");
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string v = value(i, round);
+    EXPECT_EQ(client.command({"GET", key(i)}), "$" + std::to_string(v.size()) + "\r\n" + v + "\r\n");
+  }
+}
+
+// A start that refuses: exit status 1, no "ready"; returns its stderr.
+inline std::string refused_start(const std::filesystem::path& dir, const std::filesystem::path& logs,
+                                 std::vector<std::string> environment = {}) {
+  ServerProcess server(dir, logs, {}, std::move(environment));
+  EXPECT_TRUE(server.started());
+  EXPECT_FALSE(server.wait_ready()) << server.out();
+  EXPECT_EQ(server.wait_exit(), 1);
+  return server.err();
+}
+
+// The start refuses: exit status 1, no "ready", and stderr names `file`, says `reason` and how
+// to start anyway.
+inline void expect_refused(const std::filesystem::path& dir, const std::filesystem::path& logs,
+                           const std::filesystem::path& file, const std::string& reason) {
+  const std::string err = refused_start(dir, logs);
+  EXPECT_NE(err.find(file.string()), std::string::npos) << "stderr does not name " << file << ":\n" << err;
+  EXPECT_NE(err.find(reason), std::string::npos) << "stderr does not say '" << reason << "':\n" << err;
+  EXPECT_NE(err.find("--ignore-bad-snapshot"), std::string::npos) << err;
+}
+
+// Every regular file of `dir` (not its subdirectories), by name, with its bytes.
+inline std::map<std::string, std::string> files_of(const std::filesystem::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file()) files[entry.path().filename().string()] = read_text(entry.path());
+  }
+  return files;
+}
 
 }  // namespace kv::testing

@@ -160,7 +160,7 @@ TEST(ShardReplay, ARecordedShardReplaysToTheRepliesAndTheKeyspaceOfTheLiveOne) {
     options.name = "shard 0";
     options.worker = 0;
     options.recording = file_recording(dir.path());
-    shard = rt.spawn<Shard>(options, 0u, 1u);
+    shard = rt.spawn<Shard>(options, 0u, 1u, std::uint64_t{1});
     Driver d(rt, shard, sink, 1);
     live_keys = integer_reply(drive(d, ""));
     EXPECT_EQ(live_keys, 3u);  // name, counter, list
@@ -183,7 +183,7 @@ TEST(ShardReplay, AShardRestoredWithRecordingOnReplaysFromTheRestoredHeap) {
     reheap::SpawnOptions options;
     options.name = "shard 0";
     options.worker = 0;
-    shard = rt.spawn<Shard>(options, 0u, 1u);
+    shard = rt.spawn<Shard>(options, 0u, 1u, std::uint64_t{1});
     Driver d(rt, shard, sink, 1);
     EXPECT_EQ(integer_reply(drive(d, "old:")), 3u);
     ASSERT_TRUE(rt.wait_idle());
