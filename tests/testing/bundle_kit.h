@@ -16,12 +16,6 @@
 
 namespace replay_test {
 
-#if defined(REHEAP_SNAP_PATH) && defined(REHEAP_REPLAY_PROGRAM)
-inline constexpr bool kBundleKitBuilt = true;
-#else
-inline constexpr bool kBundleKitBuilt = false;
-#endif
-
 // Records a bundle under `directory` with replay_program (REPLAY_PROGRAM_NOTES=`notes`, plus
 // `env`) and returns its path ("" with a test failure if none was written).
 std::filesystem::path record_bundle(const std::filesystem::path& directory, unsigned notes = 0,
