@@ -54,9 +54,11 @@ constexpr unsigned kAlarmGraceSeconds = 2;
 volatile sig_atomic_t g_child_group = 0;
 char g_alarm_message[256];
 std::size_t g_alarm_message_size = 0;
+char g_report_path[64];  // the report file, removed by the alarm too ("" if none)
 
 extern "C" void on_alarm(int) {
   if (g_child_group > 0) ::kill(-g_child_group, SIGKILL);
+  if (g_report_path[0] != '\0') ::unlink(g_report_path);
   [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, g_alarm_message, g_alarm_message_size);
   ::_exit(kError);
 }
@@ -85,11 +87,15 @@ class ReportFile {
  public:
   ReportFile() {
     char name[] = "/tmp/reheap-snap-replay-XXXXXX";
+    static_assert(sizeof name <= sizeof g_report_path);
     fd_ = ::mkostemp(name, O_CLOEXEC);
-    if (fd_ >= 0) path_ = name;
+    if (fd_ < 0) return;
+    path_ = name;
+    std::memcpy(g_report_path, name, sizeof name);
   }
   ~ReportFile() {
     if (fd_ < 0) return;
+    g_report_path[0] = '\0';
     ::close(fd_);
     ::unlink(path_.c_str());
   }
