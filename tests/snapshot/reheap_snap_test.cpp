@@ -3,6 +3,7 @@
 // whole file (or says it did not), verify accepts a good file and rejects (exit 1) a flipped bit
 // or a truncation, diff finds exactly the pages and bytes that were changed and the blocks they
 // lie in, compact of a chain restores to the latest state, and --json is valid JSON.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -116,6 +117,28 @@ TEST_F(ReheapSnap, UsageErrorsExitTwoAndHelpDocumentsExitCodes) {
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("Exit codes"), std::string::npos);
   EXPECT_EQ(run_tool({"info", path("missing.snap")}).exit_code, 3);
+}
+
+// `replay` takes a crash bundle, a directory: anything else given as one is named for what it
+// is, without blocking; --timeout is a number of seconds it can keep.
+TEST_F(ReheapSnap, ReplayRefusesWhatIsNotABundleDirectoryByItsType) {
+  const std::string fifo = path("bundle-fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const ToolResult from_fifo = run_tool({"replay", fifo}, std::chrono::milliseconds(10000));
+  EXPECT_FALSE(from_fifo.timed_out);
+  EXPECT_EQ(from_fifo.exit_code, 3) << from_fifo.err;
+  EXPECT_NE(from_fifo.err.find(fifo + ": is a FIFO, not a crash bundle (a crash-<event>/ directory)"),
+            std::string::npos)
+      << from_fifo.err;
+  const ToolResult from_device = run_tool({"replay", "/dev/zero"}, std::chrono::milliseconds(10000));
+  EXPECT_EQ(from_device.exit_code, 3) << from_device.err;
+  EXPECT_NE(from_device.err.find("/dev/zero: is a character device, not a crash bundle"), std::string::npos)
+      << from_device.err;
+  EXPECT_EQ(run_tool({"replay", dir_.string(), "--timeout", "0"}).exit_code, 2);
+  const ToolResult too_long = run_tool({"replay", dir_.string(), "--timeout", "4294967295"});
+  EXPECT_EQ(too_long.exit_code, 2);
+  EXPECT_NE(too_long.err.find("--timeout needs a number of seconds from 1 to 1000000"), std::string::npos)
+      << too_long.err;
 }
 
 TEST_F(ReheapSnap, InfoReportsChunksAndPagesOfTheHeader) {

@@ -1,10 +1,16 @@
 // Crash bundles replayed in a test (the recorded failure recurs at its event, and a fixed
-// reactor passes the same recording), replay_main_if_asked, new inputs after a recording
+// reactor passes the same recording; a bundle cut short before its failure, or with files that
+// are not regular files, does not open), replay_main_if_asked, new inputs after a recording
 // (Replay::continue_in) and seeking among snapshots.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <string>
 
@@ -159,6 +165,181 @@ TEST(ReplayCrashBundle, ReplayMainIfAskedReplaysTheBundleNamedByTheEnvironment) 
   lines << in.rdbuf();
   // The failing event is announced before it is delivered: a fatal signal would end the process there.
   EXPECT_EQ(lines.str(), "replaying\ndelivering failing event 5\nstatus 1\n");
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+}
+
+// The RecordingError Replay::open(bundle) throws, or a test failure if it opens. A FIFO it would
+// block on (the bug this guards against) is unblocked by opening its other end after a bounded
+// wait, so that a regression fails the test instead of hanging the suite.
+std::optional<reheap::RecordingError> open_error(const std::filesystem::path& bundle,
+                                                 const std::filesystem::path& fifo = {}) {
+  auto opening = std::async(std::launch::async, [&]() -> std::optional<reheap::RecordingError> {
+    try {
+      Replay::open(bundle);
+    } catch (const reheap::RecordingError& e) {
+      return e;
+    }
+    return std::nullopt;
+  });
+  if (opening.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "Replay::open blocked on " << fifo;
+    const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer >= 0) ::close(writer);
+  }
+  std::optional<reheap::RecordingError> error = opening.get();
+  if (!error) ADD_FAILURE() << "Replay::open(" << bundle << ") opened";
+  return error;
+}
+
+// A bundle whose log does not reach its failing event would replay "without a failure", as if
+// the bug were fixed: open() refuses it, whether the log is cut after its header, at a block
+// boundary or inside a block, or the manifest names an event the log does not mark failed.
+TEST(ReplayIncompleteBundle, ALogThatDoesNotReachTheFailingEventDoesNotOpen) {
+  TempDir dir;
+  const std::filesystem::path bundle = record_crash(dir.path());
+  const std::filesystem::path log = bundle / "log-1.rlog";
+  const std::string whole = read_text(log);
+  std::uint32_t header = 0;
+  std::memcpy(&header, whole.data() + 12, 4);
+  const std::string manifest = read_text(bundle / "manifest.json");
+  struct Case {
+    std::size_t cut;
+    std::string failing;
+    std::string expected;
+  };
+  for (const Case& c : {Case{header, "5", "the log ends at event 0 (it holds no event), before the failing event 5"},
+                        Case{header + 10, "5", "before the failing event 5 the manifest names: the bundle was cut short"},
+                        Case{whole.size() - 1, "5", "before the failing event 5 the manifest names: the bundle was cut short"},
+                        Case{whole.size(), "4", "the log does not mark event 4, the failing event the manifest"},
+                        Case{whole.size(), "9", "the log ends at event 5, before the failing event 9"}}) {
+    SCOPED_TRACE("cut at " + std::to_string(c.cut) + ", failing event " + c.failing);
+    write_text(log, whole.substr(0, c.cut));
+    std::string changed = manifest;
+    changed.replace(changed.find("\"failing_event\": 5"), 18, "\"failing_event\": " + c.failing);
+    write_text(bundle / "manifest.json", changed);
+    const std::optional<reheap::RecordingError> e = open_error(bundle);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->code(), reheap::RecordingErrc::kIncomplete) << e->what();
+    EXPECT_NE(std::string(e->what()).find(c.expected), std::string::npos) << e->what();
+  }
+}
+
+TEST(ReplayIncompleteBundle, ReplayMainIfAskedGivesAnIncompleteBundleItsOwnStatus) {
+  TempDir dir;
+  const std::filesystem::path bundle = record_crash(dir.path());
+  const std::string whole = read_text(bundle / "log-1.rlog");
+  std::uint32_t header = 0;
+  std::memcpy(&header, whole.data() + 12, 4);
+  write_text(bundle / "log-1.rlog", whole.substr(0, header));
+  char name[] = "program";
+  char* argv[] = {name, nullptr};
+  const std::filesystem::path report = dir.path() / "report";
+  write_text(report, "");
+  ASSERT_EQ(::setenv("REHEAP_REPLAY", bundle.c_str(), 1), 0);
+  ASSERT_EQ(::setenv("REHEAP_REPLAY_REPORT", report.c_str(), 1), 0);
+  ::testing::internal::CaptureStdout();
+  const std::optional<int> status = reheap::testing::replay_main_if_asked(1, argv);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ::unsetenv("REHEAP_REPLAY");
+  ::unsetenv("REHEAP_REPLAY_REPORT");
+  EXPECT_EQ(status, std::optional<int>(4));
+  EXPECT_NE(out.find("error: " + bundle.string() + ": the log ends at event 0"), std::string::npos) << out;
+  EXPECT_EQ(out.find("without a failure"), std::string::npos) << out;
+  EXPECT_EQ(read_text(report), "replaying\nstatus 4\n");
+}
+
+// Under a bundle's names only regular files are read, and a manifest only up to its bound: each
+// refusal names the file and what it is, and none blocks.
+TEST(ReplayBundleFiles, OnlyRegularFilesAreReadAndAManifestOnlyUpToItsBound) {
+  TempDir dir;
+  const std::filesystem::path bundle = record_crash(dir.path());
+  const std::string manifest = read_text(bundle / "manifest.json");
+  const std::string log = read_text(bundle / "log-1.rlog");
+
+  std::filesystem::remove(bundle / "manifest.json");
+  ASSERT_EQ(::mkfifo((bundle / "manifest.json").c_str(), 0600), 0);
+  std::optional<reheap::RecordingError> e = open_error(bundle, bundle / "manifest.json");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->code(), reheap::RecordingErrc::kIo);
+  EXPECT_NE(std::string(e->what()).find("manifest.json: is a FIFO, not a regular file"), std::string::npos) << e->what();
+
+  std::filesystem::remove(bundle / "manifest.json");
+  std::filesystem::create_directory(bundle / "manifest.json");
+  e = open_error(bundle);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NE(std::string(e->what()).find("manifest.json: is a directory, not a regular file"), std::string::npos)
+      << e->what();
+
+  // A manifest is small: a large file is refused by its size before its bytes are read.
+  std::filesystem::remove(bundle / "manifest.json");
+  write_text(bundle / "manifest.json", manifest);
+  std::filesystem::resize_file(bundle / "manifest.json", std::uintmax_t{8} << 20);
+  e = open_error(bundle);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NE(std::string(e->what()).find("manifest.json: is 8388608 bytes, more than a crash bundle's manifest can "
+                                        "be (at most 1048576 bytes)"),
+            std::string::npos)
+      << e->what();
+
+  write_text(bundle / "manifest.json", manifest);
+  std::filesystem::remove(bundle / "log-1.rlog");
+  ASSERT_EQ(::mkfifo((bundle / "log-1.rlog").c_str(), 0600), 0);
+  e = open_error(bundle, bundle / "log-1.rlog");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NE(std::string(e->what()).find("log-1.rlog: is a FIFO, not a regular file"), std::string::npos) << e->what();
+
+  // A dangling manifest.json still makes the directory a bundle: it is not opened as a plain
+  // recording, which would ignore the failing event.
+  std::filesystem::remove(bundle / "log-1.rlog");
+  write_text(bundle / "log-1.rlog", log);
+  std::filesystem::remove(bundle / "manifest.json");
+  std::filesystem::create_symlink(dir.path() / "nowhere", bundle / "manifest.json");
+  e = open_error(bundle);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_NE(std::string(e->what()).find("manifest.json: cannot open the file: No such file or directory"),
+            std::string::npos)
+      << e->what();
+}
+
+// A manifest's fields are checked for type and range, and an error names the field.
+TEST(ReplayBundleFiles, AManifestsBadFieldIsNamed) {
+  TempDir dir;
+  const std::filesystem::path bundle = record_crash(dir.path());
+  const std::string manifest = read_text(bundle / "manifest.json");
+  struct Case {
+    std::string from, to, expected;
+  };
+  for (const Case& c :
+       {Case{"\"failing_event\": 5", "\"failing_event\": 99999999999999999999999",
+             "the crash bundle manifest's \"failing_event\" is 99999999999999999999999, more than 64 bits hold"},
+        Case{"\"failing_event\": 5", "\"failing_event\": \"5\"",
+             "the crash bundle manifest's \"failing_event\" is a string, not an integer"},
+        Case{"\"anchor\": \"base-0.snap\"", "\"anchor\": \"/etc/passwd\"",
+             "the crash bundle manifest's \"anchor\" is \"/etc/passwd\", not the name of a file in the bundle"},
+        Case{"\"hook\": \"on_message\"", "\"hook\": \"on_\\uzz00\"", "a \\u escape without four hex digits"},
+        Case{"\"hook\": \"on_message\"", "\"hook\": \"on_\\u0000\"", "a NUL character (\\u0000) in a string"},
+        Case{"\"hook\": \"on_message\"", "\"hook\": \"on_message\", \"hook\": \"on_timer\"",
+             "\"hook\" appears twice"}}) {
+    SCOPED_TRACE(c.to);
+    std::string changed = manifest;
+    changed.replace(changed.find(c.from), c.from.size(), c.to);
+    write_text(bundle / "manifest.json", changed);
+    const std::optional<reheap::RecordingError> e = open_error(bundle);
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->code(), reheap::RecordingErrc::kCorrupt) << e->what();
+    EXPECT_EQ(e->file(), bundle / "manifest.json");
+    EXPECT_NE(std::string(e->what()).find(c.expected), std::string::npos) << e->what();
+  }
 }
 
 TEST(ReplayAfterTheLog, TheReactorTakesNewMessagesAndFiresItsTimersInATestRuntime) {

@@ -24,6 +24,7 @@ enum ExitCode : int {
   kError = 3,        // I/O error, or an input that is not a valid snapshot (info, diff, compact)
   kUnverified = 4,   // info --header-only: the header was read, the rest of the file was not
   kDiverged = 5,     // replay: the replay departed from the recording before the failure
+  kIncomplete = 6,   // replay: the bundle's log does not reach (or mark) its manifest's failing event
 };
 
 struct Options {

@@ -44,11 +44,14 @@ Commands:
   compact LATEST OUT [--json]  fold the chain ending at LATEST into one full snapshot OUT
   replay BUNDLE [--program PATH] [--timeout SECONDS]
                                replay a crash bundle (crash-<event>/ of a recorded reactor) in
-                               a new process: runs the recording program (from the bundle's
-                               manifest, or PATH, e.g. a fixed build) with REHEAP_REPLAY set;
-                               the program must call reheap::testing::replay_main_if_asked at
-                               the start of main, and prints the failure (event, hook, what).
-                               Stopped after SECONDS (default 300)
+                               a new process: checks the bundle (its log must reach the failing
+                               event its manifest names), then runs PATH (e.g. a fixed build),
+                               or else the program the manifest names if its ELF build id is
+                               the bundle's, with REHEAP_REPLAY set; the program must call
+                               reheap::testing::replay_main_if_asked at the start of main, and
+                               prints the failure (event, hook, what). Everything (reading the
+                               bundle, the program, its report) is stopped after SECONDS
+                               (default 300)
 
 Options:
   --json        machine-readable output on stdout (ids and addresses as hex strings)
@@ -64,9 +67,16 @@ Exit codes:
      header of info's file, or an input of diff or compact, is not a valid snapshot
   4  info --header-only: the header was printed but the file was not verified
   5  replay: the replay diverged from the recording before the failure
+  6  replay: the bundle is incomplete: its log does not reach the failing event its manifest
+     names, or does not mark it failed (a bundle cut short; no program was run, or the program
+     found the same)
   (replay: 0 the replay ran to its end without the failure, 1 the failure recurred, 3 the
-  program does not support replay or could not replay the bundle)
+  bundle cannot be read, no program may be run, or the program does not support replay or
+  could not replay the bundle)
 )";
+
+// A bound alarm(2) can hold with the replay's grace added, and far beyond any replay.
+constexpr unsigned long long kMaxTimeoutSeconds = 1000000;
 
 int usage(const std::string& why) {
   reheap::snap::report_error(why + " (see reheap-snap --help)");
@@ -113,7 +123,9 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) return usage("--timeout needs a number of seconds");
       char* end = nullptr;
       const unsigned long long n = std::strtoull(argv[++i], &end, 10);
-      if (end == argv[i] || *end != '\0' || n == 0) return usage("--timeout needs a number of seconds");
+      if (end == argv[i] || *end != '\0' || n == 0 || n > kMaxTimeoutSeconds) {
+        return usage("--timeout needs a number of seconds from 1 to " + std::to_string(kMaxTimeoutSeconds));
+      }
       options.timeout_seconds = static_cast<unsigned>(n);
     } else if (!options_done && arg.size() > 1 && arg[0] == '-') {
       return usage("unknown option " + std::string(arg));

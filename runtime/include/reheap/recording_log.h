@@ -135,6 +135,8 @@ enum class RecordingErrc : std::uint8_t {
   kMismatch,        // files of different recordings or reactors, or a gap between them
   kIo,              // reading or writing failed (the message says why)
   kChunkInUse,      // a replay must take the recorded chunks, and a live heap of this process holds one
+  kIncomplete,      // a crash bundle whose log does not reach the failing event its manifest names,
+                    // or does not mark that event failed: its failure cannot be replayed
 };
 
 class RecordingError : public std::runtime_error {

@@ -1,9 +1,10 @@
 // LogReader (see reheap/recording_log.h, RECORDING_FORMAT.md).
 #include <algorithm>
-#include <fstream>
 #include <iterator>
+#include <limits>
 
 #include "log_codec.h"
+#include "recording_file.h"
 #include "reheap/chunk_placement.h"
 #include "reheap/recording_log.h"
 
@@ -16,10 +17,12 @@ namespace {
 
 constexpr std::size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 * 4 + 2;
 
+// A segment is read whole, bounded by its size only (a replay holds its whole log anyway); a FIFO,
+// a directory or a link to /dev/zero under a segment's name is refused by its type, and a file
+// without the magic number costs one chunk (recording_file.h).
 std::vector<unsigned char> read_whole(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw RecordingError(RecordingErrc::kIo, file, 0, "cannot open the file");
-  return std::vector<unsigned char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return detail::recording::read_recording_file(
+      file, {"a recording log", std::numeric_limits<std::uint64_t>::max(), detail::recording::kFileMagic});
 }
 
 // The log segments of a directory, in event order (by the number in log-<first event>.rlog).

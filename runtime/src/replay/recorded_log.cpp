@@ -96,6 +96,34 @@ RecordedLog read_recorded_log(const std::filesystem::path& file_or_directory) {
   return log;
 }
 
+RecordedLog read_bundle_log(const std::filesystem::path& bundle, const reheap::detail::recording::CrashManifest& manifest) {
+  using namespace reheap::detail::recording;
+  RecordedLog log;
+  try {
+    log = read_recorded_log(bundle);
+  } catch (const RecordingError& e) {
+    if (e.code() != RecordingErrc::kTruncated) throw;
+    throw bundle_log_cut(e, manifest);
+  }
+  if (const std::string mismatch = bundle_log_mismatch(manifest, log.header); !mismatch.empty()) {
+    throw RecordingError(RecordingErrc::kMismatch, bundle / "manifest.json", log.header.events_before, mismatch);
+  }
+  BundleLogReach reach;
+  reach.events_before = log.header.events_before;
+  reach.last_event = log.last_index();
+  for (const RecordedLogEvent& e : log.events) {
+    if (e.failed) {
+      reach.first_failed = e.index;
+      break;
+    }
+  }
+  if (const std::string shortfall = bundle_log_shortfall(manifest, reach); !shortfall.empty()) {
+    throw RecordingError(RecordingErrc::kIncomplete, bundle, reach.last_event,
+                         log.end.note.empty() ? shortfall : shortfall + " (" + log.end.note + ")");
+  }
+  return log;
+}
+
 std::string describe_input(const LogRecord& input) {
   switch (input.kind) {
     case RecordKind::kStart:

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../recording/crash_manifest.h"
 #include "reheap/chunk_placement.h"
 #include "reheap/recording_log.h"
 
@@ -73,6 +74,13 @@ struct RecordedLog {
 // Reads `file_or_directory` (a log file or a directory of log-*.rlog segments) whole. Throws
 // RecordingError as LogReader does, and kCorrupt for a record outside any event.
 RecordedLog read_recorded_log(const std::filesystem::path& file_or_directory);
+
+// Reads the log of the crash bundle `bundle`, whose manifest is `manifest`, and holds it to the
+// manifest (recording/crash_manifest.h): kMismatch for a log of another build, recording or
+// reactor, kIncomplete for one that does not reach the failing event or does not mark it failed
+// (a log cut short, whether its end is dropped or a segment before the last is kTruncated, is such
+// a log too).
+RecordedLog read_bundle_log(const std::filesystem::path& bundle, const reheap::detail::recording::CrashManifest& manifest);
 
 // "a message of type 0x… from reactor 12", "timer 3", ...: an input record, for reports.
 std::string describe_input(const LogRecord& input);

@@ -3,12 +3,13 @@
 #include "reheap/testing/replay.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <stdexcept>
 
-#include "crash_manifest.h"
 #include "reactor_access.h"    // runtime/src
 #include "reactor_snapshot.h"  // runtime/src: reactor_of
+#include "recording/crash_manifest.h"  // runtime/src
 #include "replay_impl.h"
 #include "reheap/chunk_placement.h"
 #include "reheap/heap_scope.h"
@@ -32,8 +33,9 @@ std::filesystem::path newest_anchor(const std::filesystem::path& directory) {
     const std::string name = entry.path().filename().string();
     if (name.size() <= 10 || name.rfind("base-", 0) != 0 || name.substr(name.size() - 5) != ".snap") continue;
     const std::string digits = name.substr(5, name.size() - 10);
-    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::uint64_t n = std::stoull(digits);
+    std::uint64_t n = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (error != std::errc() || end != digits.data() + digits.size()) continue;  // not one of ours
     if (best.empty() || n > best_n) {
       best = entry.path();
       best_n = n;
@@ -120,11 +122,24 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
                          "not a recording directory (reactor-<ref>/ with base-<n>.snap and log-*.rlog) nor a "
                          "crash bundle (crash-<event>/)");
   }
-  std::optional<detail::BundleManifest> manifest;
-  if (std::filesystem::exists(path / "manifest.json")) manifest = detail::read_bundle_manifest(path / "manifest.json");
+  // Whatever stands under the name manifest.json - a dangling link, a FIFO - makes the directory a
+  // crash bundle: one whose manifest cannot be read is refused, never replayed as a plain
+  // recording, which would not hold the log to the failing event the manifest names.
+  std::optional<reheap::detail::recording::CrashManifest> manifest;
+  std::error_code no_manifest;
+  if (std::filesystem::symlink_status(path / "manifest.json", no_manifest).type() !=
+      std::filesystem::file_type::not_found) {
+    manifest = reheap::detail::recording::read_crash_manifest(path / "manifest.json");
+  }
 
   std::filesystem::path anchor = options.anchor;
   if (anchor.empty()) anchor = manifest ? path / manifest->anchor : newest_anchor(path);
+  std::error_code no_anchor;
+  if (manifest && options.anchor.empty() &&
+      std::filesystem::symlink_status(anchor, no_anchor).type() == std::filesystem::file_type::not_found) {
+    throw RecordingError(RecordingErrc::kNotARecording, anchor, 0,
+                         "the crash bundle's anchor snapshot (manifest.json's \"anchor\") does not exist");
+  }
   if (anchor.empty() || !std::filesystem::exists(anchor)) {
     // RecordingOptions::directory itself is the natural first try: name what it holds.
     std::string inside;
@@ -139,7 +154,7 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
                                              : "; this is a RecordingOptions::directory: open one of its "
                                                "recordings (" + inside + ") or a crash-<event>/ in one"));
   }
-  impl->log = detail::read_recorded_log(path);
+  impl->log = manifest ? detail::read_bundle_log(path, *manifest) : detail::read_recorded_log(path);
   const LogHeader& header = impl->log.header;
   if (!impl->log.end.note.empty()) {
     // The recording process was killed while it wrote: the replay ends at the last whole event.

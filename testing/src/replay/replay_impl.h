@@ -31,6 +31,7 @@ using reheap::detail::replay::ReplayHost;
 using reheap::detail::replay::ReplayHostOptions;
 using reheap::detail::replay::SentMessage;
 using reheap::detail::replay::describe_input;
+using reheap::detail::replay::read_bundle_log;
 using reheap::detail::replay::read_recorded_log;
 using reheap::detail::replay::rewrite_outside_state;
 using reheap::detail::replay::throw_refusal;

@@ -8,9 +8,17 @@
 // usual (it does not call this function). Before the event whose recording failed, it writes
 // "delivering failing event N": a failure recorded as a fatal signal (recording.h) recurs as that
 // signal and ends the process before the status line.
+//
+// The statuses: 0 the replay ran to its end without a failure, 1 the recorded failure recurred,
+// 2 a divergence, 3 an error, 4 an incomplete bundle (its log does not reach the failing event its
+// manifest names, or does not mark it failed: RecordingErrc::kIncomplete), which must never pass
+// for a fixed program.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 #include <string>
 
@@ -21,10 +29,20 @@
 namespace reheap::testing {
 namespace {
 
+// Appends `line` to the report file reheap-snap created. Only a regular file is written: a FIFO
+// under that name would block the open (O_NONBLOCK makes it fail instead) and a device is not
+// ours to write.
 void report(const char* file, const std::string& line) {
   if (file == nullptr || *file == '\0') return;
-  std::ofstream out(file, std::ios::app);
-  out << line << '\n';
+  const int fd = ::open(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const std::string text = line + '\n';
+    // One write: O_APPEND puts a line of this size in one piece.
+    [[maybe_unused]] const ssize_t written = ::write(fd, text.data(), text.size());
+  }
+  ::close(fd);
 }
 
 }  // namespace
@@ -74,6 +92,10 @@ std::optional<int> replay_main_if_asked(int argc, char** argv) {
     warn();
     std::printf("%s\n", d.what());
     status = 2;
+  } catch (const RecordingError& e) {
+    warn();
+    std::printf("error: %s\n", e.what());
+    status = e.code() == RecordingErrc::kIncomplete ? 4 : 3;
   } catch (const std::exception& e) {
     warn();
     std::printf("error: %s\n", e.what());

@@ -59,7 +59,13 @@
 // Errors. open() throws RecordingError for a log that is truncated (kTruncated), damaged
 // (kCorrupt: a checksum), not a log (kNotARecording), of another format version (kVersion), or not
 // the continuation of the snapshot (kMismatch: another recording id, another reactor, another
-// event count), and SnapshotError for an anchor that does not restore; each names the file. A log
+// event count), and SnapshotError for an anchor that does not restore; each names the file. A
+// crash bundle is held to its manifest (read as a regular file of at most 1 MiB, every field
+// checked): its log must be of the manifest's build, recording and reactor (kMismatch) and must
+// reach the failing event the manifest names and mark it failed (kIncomplete otherwise, also for
+// a log cut short at a block boundary or inside a block), so that a bundle cut short never replays
+// as a pass. A file of a recording that is not a regular file (a FIFO, a directory, a link to
+// /dev/zero) is refused by its type without blocking (kIo). A log
 // written by another build of the program is replayed (a fixed build must replay the recording of
 // the broken one) and reported: recorded_by_build() vs program_build_id() and a line in warnings();
 // ReplayOptions::refuse_other_build turns it into RecordingError kMismatch.
@@ -256,8 +262,10 @@ class Replay {
 // by `reheap-snap replay BUNDLE` (the environment variable REHEAP_REPLAY names the bundle), replays
 // the bundle, prints the outcome (the failing event's index, hook and what(), or the divergence)
 // and returns the exit status to return from main: 0 when the replay ran to its end without a
-// failure, 1 when the recorded failure recurred, 2 on a divergence, 3 on an error. Returns
-// nullopt when the program was not started to replay.
+// failure, 1 when the recorded failure recurred, 2 on a divergence, 3 on an error, 4 when the
+// bundle is incomplete (RecordingErrc::kIncomplete: its log does not reach, or does not mark, the
+// failing event its manifest names - a cut bundle, which must never pass for a fixed program).
+// Returns nullopt when the program was not started to replay.
 //   int main(int argc, char** argv) {
 //     if (auto status = reheap::testing::replay_main_if_asked(argc, argv)) return *status;
 //     ...
