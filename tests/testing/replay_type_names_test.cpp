@@ -159,4 +159,25 @@ TEST(ReplayTypeNames, ADivergenceNamesTheMessageTypesOfAReactorNeverConstructedH
   }
 }
 
+TEST(ReplayTypeNames, AReplayedFailureNamesTheReactorTypeAndTheExceptionType) {
+  replay_test::TempDir dir;
+  const std::filesystem::path bundle = record_in_another_process(dir.path());
+  ASSERT_FALSE(bundle.empty());
+  Replay replay = Replay::open(bundle);
+  try {
+    replay.run();
+    FAIL() << "the recorded failure did not recur";
+  } catch (const ReplayedFailure& f) {
+    EXPECT_EQ(f.event(), 4u);
+    EXPECT_EQ(f.reactor_type(), "type_names_test::Room");
+    EXPECT_EQ(f.exception_type(), "std::out_of_range");
+    // A recording does not keep the reactor's SpawnOptions name.
+    EXPECT_EQ(f.name(), "");
+    EXPECT_EQ(std::string(f.what()), "reactor " + std::to_string(f.reactor().value()) +
+                                         " (type_names_test::Room) failed in on_message: std::out_of_range: " +
+                                         f.exception());
+  }
+}
+
+
 }  // namespace type_names_test

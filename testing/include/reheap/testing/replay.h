@@ -34,7 +34,9 @@
 //
 // Failures. An event whose recorded hook threw (a crash bundle's last event) is replayed too: if
 // the hook throws again, the replay throws ReplayedFailure (a ReactorFailure: EXPECT_THROW(...,
-// reheap::testing::ReactorFailure) catches it) with the recorded and the actual what(); if it
+// reheap::testing::ReactorFailure) catches it; it names the reactor's C++ type and the exception's,
+// not the reactor's SpawnOptions name, which a recording does not keep) with the recorded and the
+// actual what(); if it
 // returns - a fixed build replaying the bug's recording - the event simply passes. During that
 // event outputs are not compared (the recorded hook stopped where it threw, so what it would have
 // done next is unknown): calls get the recorded answers while they follow the recording, and
@@ -145,9 +147,8 @@ class Divergence : public std::runtime_error {
 // A recorded failure, replayed: the hook threw again at the event whose recorded hook threw.
 class ReplayedFailure : public ReactorFailure {
  public:
-  ReplayedFailure(ActorRef reactor, std::uint64_t event, std::string hook, const std::string& what,
-                  std::string recorded_hook, std::string recorded_what)
-      : ReactorFailure(reactor, std::move(hook), what),
+  ReplayedFailure(Details details, std::uint64_t event, std::string recorded_hook, std::string recorded_what)
+      : ReactorFailure(std::move(details)),
         event_(event),
         recorded_hook_(std::move(recorded_hook)),
         recorded_what_(std::move(recorded_what)) {}

@@ -44,8 +44,9 @@
 //
 // Failures. A hook that throws fails its reactor as the runtime's kStop policy does: it gets no
 // more events (no on_stop either), sends to it answer kNoSuchReactor, and its heap is kept for
-// inspection until the TestRuntime goes. What is reported is a ReactorFailure (reactor, hook, the
-// exception's what()): FailurePolicy::kRethrow (the default) throws it from the step()/run()/
+// inspection until the TestRuntime goes. What is reported is a ReactorFailure (the reactor's
+// reference, SpawnOptions name and C++ type, the hook, the exception's C++ type and what()):
+// FailurePolicy::kRethrow (the default) throws it from the step()/run()/
 // advance() call that delivered the event, so an unexpected exception fails the test where it
 // happened; kCollect appends it to failures() and carries on, for tests of failure handling. The
 // original exception object is not rethrown: it may live in the reactor's heap, which must not be
