@@ -5,12 +5,19 @@
 // such a message would be delivered to the other type's handler, reading its bytes as another
 // layout. A type registers on its first handle<>() or send (message_type_owns_id caches the
 // answer per type), so the registry's lock is taken once per type, never per message.
+//
+// Names are a second, separate list: every message type whose handling or sending code is in the
+// program is noted at program start (MessageTypeNameNote), so that a report of a recorded message
+// can name its type in a process that never handled or sent it (a replay). A note owns nothing:
+// ownership, and so which type is refused, stays with the first type handled or sent.
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
+#include <vector>
 
 #include "reheap/heap_scope.h"
 #include "reheap/message.h"
@@ -22,6 +29,8 @@ namespace {
 struct TypeRegistry {
   std::mutex mutex;
   std::unordered_map<std::uint64_t, const std::type_info*> owners;
+  // Every distinct type of each id the program holds, in the order noted (usually one).
+  std::unordered_map<std::uint64_t, std::vector<const std::type_info*>> noted;
 };
 
 // Made on first use and never destroyed: a send during static destruction still finds it.
@@ -46,17 +55,39 @@ bool claim_message_type(std::uint64_t id, const std::type_info& type) noexcept {
   }
 }
 
+bool note_message_type_name(std::uint64_t id, const std::type_info& type) noexcept {
+  HeapScope system(nullptr);
+  TypeRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  try {
+    std::vector<const std::type_info*>& types = r.noted[id];
+    const bool known = std::any_of(types.begin(), types.end(), [&](const std::type_info* t) { return *t == type; });
+    if (!known) types.push_back(&type);
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;  // the type goes unnamed in reports; nothing else depends on the note
+  }
+}
+
 std::string message_type_name_of(std::uint64_t id) {
   HeapScope system(nullptr);
-  const std::type_info* type = nullptr;
+  std::vector<const std::type_info*> types;
   {
     TypeRegistry& r = registry();
     std::lock_guard lock(r.mutex);
-    const auto it = r.owners.find(id);
-    if (it == r.owners.end()) return "";
-    type = it->second;
+    if (const auto owner = r.owners.find(id); owner != r.owners.end()) {
+      types.push_back(owner->second);
+    } else if (const auto noted = r.noted.find(id); noted != r.noted.end()) {
+      types = noted->second;
+    }
   }
-  return type_name(*type);
+  // Sorted, so that a report reads the same whatever order the program's parts were loaded in.
+  std::vector<std::string> names;
+  for (const std::type_info* type : types) names.push_back(type_name(*type));
+  std::sort(names.begin(), names.end());
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : " or ") + name;
+  return joined;
 }
 
 void throw_message_type_clash(std::uint64_t id, std::string_view name) {

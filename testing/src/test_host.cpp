@@ -3,7 +3,10 @@
 
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
+#include <utility>
 
+#include "caught_exception.h"
 #include "reactor_access.h"  // runtime/src
 #include "reheap/heap_scope.h"
 
@@ -19,7 +22,7 @@ namespace {
 
 }  // namespace
 
-std::optional<ReactorFailure> TestHost::deliver(Heap& heap, Reactor& reactor, ActorRef self,
+std::optional<ReactorFailure> TestHost::deliver(Heap& heap, Reactor& reactor, ActorRef self, const std::string& name,
                                                const Event& event, ActorRef sender) {
   reactor_ = self;
   sender_ = sender;
@@ -29,14 +32,17 @@ std::optional<ReactorFailure> TestHost::deliver(Heap& heap, Reactor& reactor, Ac
   reheap::detail::ReactorAccess::events(reactor)++;
   try {
     deliver_to(reactor, event);
-  } catch (const std::exception& x) {
+  } catch (...) {
     // The exception may live in the reactor's heap: copy what it says to the system heap and let
     // it go here, while its heap is still current.
     const HeapScope system(nullptr);
-    failure.emplace(self, hook_name(event.kind), x.what());
-  } catch (...) {
-    const HeapScope system(nullptr);
-    failure.emplace(self, hook_name(event.kind), "an exception not derived from std::exception");
+    CaughtException caught = caught_exception();
+    failure.emplace(ReactorFailure::Details{.reactor = self,
+                                            .name = name,
+                                            .reactor_type = type_name(typeid(reactor)),
+                                            .hook = hook_name(event.kind),
+                                            .exception_type = std::move(caught.type),
+                                            .what = std::move(caught.what)});
   }
   return failure;
 }

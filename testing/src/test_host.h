@@ -51,10 +51,11 @@ class TestHost final : public ReactorHost {
   TestHost(const VirtualClock& clock, SeedStream& entropy, HostOutputs& outputs) noexcept
       : clock_(clock), entropy_(entropy), outputs_(outputs) {}
 
-  // Delivers `event` to `reactor` (whose reference is `self` and heap `heap`); `sender` is its
-  // message's sender, null for other events. What the hook threw comes back as a ReactorFailure.
-  std::optional<ReactorFailure> deliver(Heap& heap, Reactor& reactor, ActorRef self, const Event& event,
-                                        ActorRef sender);
+  // Delivers `event` to `reactor` (whose reference is `self`, heap `heap` and SpawnOptions name
+  // `name`); `sender` is its message's sender, null for other events. What the hook threw comes
+  // back as a ReactorFailure.
+  std::optional<ReactorFailure> deliver(Heap& heap, Reactor& reactor, ActorRef self, const std::string& name,
+                                        const Event& event, ActorRef sender);
 
   std::chrono::system_clock::time_point system_now() override { return clock_.system_now(); }
   std::chrono::steady_clock::time_point steady_now() override { return clock_.steady_now(); }

@@ -59,7 +59,7 @@ Entry* TestRuntime::Impl::find(ActorRef ref) noexcept {
 }
 
 void TestRuntime::Impl::deliver(Entry& e, const Event& event, ActorRef sender) {
-  std::optional<ReactorFailure> failure = host.deliver(*e.heap, *e.reactor, e.ref, event, sender);
+  std::optional<ReactorFailure> failure = host.deliver(*e.heap, *e.reactor, e.ref, e.options.name, event, sender);
   ++events;
   // Snapshots asked for during the hook are taken now that it has returned, so that a reactor
   // snapshotting itself is saved between two of its events, as on a worker.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <unistd.h>
@@ -177,6 +178,59 @@ TEST(TestRuntimeFailure, TheCollectPolicyRecordsAndCarriesOn) {
   ASSERT_EQ(rt.failures().size(), 1u);
   EXPECT_EQ(rt.failures()[0].reactor(), fragile);
   EXPECT_EQ(rt.reactor<Fragile>(sturdy).answered, 1);
+}
+
+// Looks members up with unordered_map::at, which throws std::out_of_range for one it does not
+// know; a negative question throws an int, which is no std::exception.
+class Roster : public Reactor {
+ public:
+  Roster() { handle<&Roster::on_question>(); }
+  void on_question(const Question& q) {
+    if (q.n < 0) throw q.n;
+    seats_ += members_.at(q.n);
+  }
+
+ private:
+  std::unordered_map<int, int> members_;
+  int seats_ = 0;
+};
+
+constexpr const char* kRosterType = "test_runtime_kit_test::(anonymous namespace)::Roster";
+
+TEST(TestRuntimeFailure, TheReportNamesTheReactorItsTypeTheHookAndTheExceptionsType) {
+  TestRuntime rt;
+  reheap::SpawnOptions options;
+  options.name = "lobby";
+  const ActorRef r = rt.spawn<Roster>(options);
+  rt.send(r, Question{7});
+  try {
+    rt.run();
+    FAIL() << "run() did not throw";
+  } catch (const ReactorFailure& f) {
+    EXPECT_EQ(f.reactor(), r);
+    EXPECT_EQ(f.name(), "lobby");
+    EXPECT_EQ(f.reactor_type(), kRosterType);
+    EXPECT_EQ(f.hook(), "on_message");
+    EXPECT_EQ(f.exception_type(), "std::out_of_range");
+    EXPECT_FALSE(f.exception().empty());
+    EXPECT_EQ(std::string(f.what()), "reactor " + std::to_string(r.value()) + " (" + kRosterType +
+                                         " \"lobby\") failed in on_message: std::out_of_range: " + f.exception());
+  }
+}
+
+TEST(TestRuntimeFailure, AnUnnamedReactorAndAnExceptionNotFromStdExceptionAreReportedByType) {
+  TestRuntime rt({.failures = FailurePolicy::kCollect});
+  const ActorRef r = rt.spawn<Roster>();
+  rt.send(r, Question{-1});
+  rt.run();
+  ASSERT_EQ(rt.failures().size(), 1u);
+  const ReactorFailure& f = rt.failures()[0];
+  EXPECT_EQ(f.name(), "");
+  EXPECT_EQ(f.reactor_type(), kRosterType);
+  EXPECT_EQ(f.exception_type(), "int");
+  EXPECT_EQ(f.exception(), "an exception not derived from std::exception");
+  EXPECT_EQ(std::string(f.what()), "reactor " + std::to_string(r.value()) + " (" + kRosterType +
+                                       ") failed in on_message: int: an exception not derived from std::exception");
 }
 
 // ---- sockets ----
@@ -374,18 +428,20 @@ TEST(TestRuntimeSnapshot, RequestSnapshotWritesAFileThatRestoresTheSameState) {
 TEST(TestRuntimeSnapshot, ARestoredReactorKeepsItsReferenceStateAndTimers) {
   const std::filesystem::path file =
       std::filesystem::temp_directory_path() / ("reheap_testing_restore_" + std::to_string(getpid()) + ".snap");
-  ActorRef original;
-  {
-    TestRuntime rt;
-    original = rt.spawn<Ledger>();
-    rt.send(original, Add{"kept"});
-    rt.advance(2500ms);  // two ticks; the next is due at 3s
-    rt.send(original, Save{file.string(), ActorRef()});
-    rt.run();
-    ASSERT_TRUE(rt.reactor<Ledger>(original).saved);
-  }
+  // Spawned while the saved reactor lives, so that its heap cannot take the saved heap's chunk
+  // (a restore at a live heap's addresses is refused before the reference is looked at).
   TestRuntime rt;
   const ActorRef probe = rt.spawn<Probe>();  // takes slot 1: the restored reactor must not
+  ActorRef original;
+  {
+    TestRuntime first;
+    original = first.spawn<Ledger>();
+    first.send(original, Add{"kept"});
+    first.advance(2500ms);  // two ticks; the next is due at 3s
+    first.send(original, Save{file.string(), ActorRef()});
+    first.run();
+    ASSERT_TRUE(first.reactor<Ledger>(original).saved);
+  }
   EXPECT_THROW(rt.restore(file), std::logic_error);
   TestRuntime fresh;
   const ActorRef ref = fresh.restore(file);

@@ -84,10 +84,30 @@ constexpr std::uint64_t message_type_id() noexcept {
 namespace detail {
 // Makes `type` the owner of `id` unless another type owns it; true when `type` owns it.
 bool claim_message_type(std::uint64_t id, const std::type_info& type) noexcept;
-// The C++ name of the type that owns `id` in this process, or "" if no type sent or handled
-// with that id yet: for reports of recorded messages, which keep only the id.
+// Writes `type` down as a type of this program with the id `id`, for message_type_name_of only:
+// it owns nothing and is refused nothing (claim_message_type decides that).
+bool note_message_type_name(std::uint64_t id, const std::type_info& type) noexcept;
+// The C++ name of the type with id `id` in this process, or "" if the program has none: the type
+// that owns the id if one was handled or sent, else the noted one (several, joined by " or ", if
+// the program holds more than one type of that id and none owns it yet). For reports of recorded
+// messages, which keep only the id.
 std::string message_type_name_of(std::uint64_t id);
 [[noreturn]] void throw_message_type_clash(std::uint64_t id, std::string_view name);
+
+// V's name, noted at program start in every binary whose code handles, sends or reads a V. A
+// replay restores a reactor without running its constructor, where its handle<>() calls are, and
+// may replay messages this process never sent: its reports still name their types, since the
+// code that can handle or send them is in the binary. The note is a static member of a class
+// template, initialised with the program's (or a shared library's) static objects wherever the
+// template is instantiated; naming it (name_message_type) costs no instruction where it is named.
+template <class V>
+struct MessageTypeNameNote {
+  static inline const bool noted = note_message_type_name(message_type_id<V>(), typeid(V));
+};
+template <class T>
+inline void name_message_type() noexcept {
+  static_cast<void>(MessageTypeNameNote<std::remove_cvref_t<T>>::noted);
+}
 
 // Whether V owns its type id. The first use of V asks the process-wide registry; every later one
 // reads the answer (a guard byte), so a send pays a load and a branch.
@@ -154,6 +174,7 @@ class Message {
 
   template <class T>
   bool is() const noexcept {
+    detail::name_message_type<T>();
     return type_id() == message_type_id<T>();
   }
 
@@ -161,6 +182,7 @@ class Message {
   template <class T>
     requires kRawMessage<T>
   const T& view() const {
+    detail::name_message_type<T>();
     if (type_id_ != message_type_id<T>() || encoding_ != Encoding::kRaw || size_ != sizeof(T) ||
         alignof(T) > kMaxRawAlign) [[unlikely]] {
       check_raw(message_type_id<T>(), sizeof(T), alignof(T));  // throws, saying what differs
@@ -174,6 +196,7 @@ class Message {
     if constexpr (kRawMessage<T>) {
       return view<T>();
     } else {
+      detail::name_message_type<T>();
       T value{};
       decode_msgpack(message_type_id<T>(), [&value](const msgpack::object& o) { o.convert(value); });
       return value;
@@ -237,6 +260,7 @@ Envelope* make_envelope_from_scratch(std::uint64_t type_id, SendResult* result) 
 template <class T>
 Envelope* encode(const T& value, SendResult* result) noexcept {
   using V = std::remove_cvref_t<T>;
+  name_message_type<V>();
   if (!message_type_owns_id<V>()) [[unlikely]] {
     *result = SendResult::kTypeClash;
     return nullptr;

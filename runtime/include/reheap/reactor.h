@@ -214,6 +214,7 @@ class Reactor {
   // Throws std::logic_error when another type of the program owns T's type id (message.h).
   template <auto Fn>
   void handle() {
+    Traits<decltype(Fn)>::name();
     Traits<decltype(Fn)>::claim();
     add_handler(Traits<decltype(Fn)>::type_id(), &Traits<decltype(Fn)>::template invoke<Fn>);
   }
@@ -230,6 +231,7 @@ class Reactor {
   template <class R, class T>
   struct Traits<void (R::*)(const T&)> {
     static constexpr std::uint64_t type_id() noexcept { return message_type_id<T>(); }
+    static void name() noexcept { detail::name_message_type<T>(); }
     static void claim() {
       if (!detail::message_type_owns_id<T>()) [[unlikely]] {
         detail::throw_message_type_clash(type_id(), message_type_name<T>());

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <typeinfo>
 
+#include "../caught_exception.h"
 #include "envelope.h"        // runtime/src
 #include "replay/record_text.h"  // runtime/src
 #include "reactor_access.h"  // runtime/src
@@ -181,7 +183,7 @@ void Replay::Impl::deliver_next() {
   host->begin(e, *reactor, lenient);
   chunks->begin(e);
   if (in.kind == RecordKind::kAccept) host->socket_seen(in.connection);  // the runtime minted it
-  std::optional<std::string> threw;
+  std::optional<detail::CaughtException> threw;
   {
     const HeapScope current(*heap);
     const HostScope door(host.get(), reactor);
@@ -190,13 +192,10 @@ void Replay::Impl::deliver_next() {
       deliver_to(*reactor, event);
     } catch (const detail::AbortEvent&) {
       // A divergence: the host wrote it down.
-    } catch (const std::exception& x) {
+    } catch (...) {
       // The exception may live in the reactor's heap: copy its text out and let it go here.
       const HeapScope system(nullptr);
-      threw = x.what();
-    } catch (...) {
-      const HeapScope system(nullptr);
-      threw = "an exception not derived from std::exception";
+      threw = detail::caught_exception();
     }
   }
   position = e.index;
@@ -228,9 +227,17 @@ void Replay::Impl::deliver_next() {
   if (threw) {
     if (e.failed) {
       stopped = "the recorded failure recurred at event " + std::to_string(e.index);
-      throw ReplayedFailure(log.header.actor, e.index, hook_name(event.kind), *threw, e.failed_hook, e.failed_what);
+      throw ReplayedFailure(ReactorFailure::Details{.reactor = log.header.actor,
+                                                    .name = {},  // a recording does not keep it
+                                                    .reactor_type = detail::type_name(typeid(*reactor)),
+                                                    .hook = hook_name(event.kind),
+                                                    .exception_type = threw->type,
+                                                    .what = threw->what},
+                            e.index, e.failed_hook, e.failed_what);
     }
-    throw_divergence(DivergenceKind::kFailure, "the hook returned", std::string(hook_name(event.kind)) + " threw: " + *threw,
+    throw_divergence(DivergenceKind::kFailure, "the hook returned",
+                     std::string(hook_name(event.kind)) + " threw" +
+                                                (threw->type.empty() ? "" : " " + threw->type) + ": " + threw->what,
                      e);
   }
   if (digest) {

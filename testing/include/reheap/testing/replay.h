@@ -34,13 +34,14 @@
 //
 // Failures. An event whose recorded hook threw (a crash bundle's last event) is replayed too: if
 // the hook throws again, the replay throws ReplayedFailure (a ReactorFailure: EXPECT_THROW(...,
-// reheap::testing::ReactorFailure) catches it) with the recorded and the actual what(); if it
-// returns - a fixed build replaying the bug's recording - the event simply passes. During that
-// event outputs are not compared (the recorded hook stopped where it threw, so what it would have
-// done next is unknown): calls get the recorded answers while they follow the recording, and
-// defaults after (the last time answered, seeds of a fixed stream, kOk for a send, a null
-// reference for a spawn; socket operations throw std::logic_error). ReplayOptions::check_outputs
-// = false answers every event that way.
+// reheap::testing::ReactorFailure) catches it) with the recorded and the actual what(), naming the
+// reactor's C++ type and the exception's (not the reactor's SpawnOptions name: a recording does not
+// keep it); if it returns - a fixed build replaying the bug's recording - the event simply passes.
+// During that event outputs are not compared (the recorded hook stopped where it threw, so what it
+// would have done next is unknown): calls get the recorded answers while they follow the recording,
+// and defaults after (the last time answered, seeds of a fixed stream, kOk for a send, a null
+// reference for a spawn; socket operations throw std::logic_error). ReplayOptions::check_outputs =
+// false answers every event that way.
 // A hook that throws on an event that did not fail in the recording is a Divergence.
 //
 // After the log. A replay can hand its reactor to a TestRuntime (continue_in), at the end of the
@@ -151,9 +152,8 @@ class Divergence : public std::runtime_error {
 // A recorded failure, replayed: the hook threw again at the event whose recorded hook threw.
 class ReplayedFailure : public ReactorFailure {
  public:
-  ReplayedFailure(ActorRef reactor, std::uint64_t event, std::string hook, const std::string& what,
-                  std::string recorded_hook, std::string recorded_what)
-      : ReactorFailure(reactor, std::move(hook), what),
+  ReplayedFailure(Details details, std::uint64_t event, std::string recorded_hook, std::string recorded_what)
+      : ReactorFailure(std::move(details)),
         event_(event),
         recorded_hook_(std::move(recorded_hook)),
         recorded_what_(std::move(recorded_what)) {}

@@ -44,12 +44,13 @@
 //
 // Failures. A hook that throws fails its reactor as the runtime's kStop policy does: it gets no
 // more events (no on_stop either), sends to it answer kNoSuchReactor, and its heap is kept for
-// inspection until the TestRuntime goes. What is reported is a ReactorFailure (reactor, hook, the
-// exception's what()): FailurePolicy::kRethrow (the default) throws it from the step()/run()/
-// advance() call that delivered the event, so an unexpected exception fails the test where it
-// happened; kCollect appends it to failures() and carries on, for tests of failure handling. The
-// original exception object is not rethrown: it may live in the reactor's heap, which must not be
-// freed from outside that heap.
+// inspection until the TestRuntime goes. What is reported is a ReactorFailure (the reactor's
+// reference, SpawnOptions name and C++ type, the hook, the exception's C++ type and what()):
+// FailurePolicy::kRethrow (the default) throws it from the step()/run()/advance() call that
+// delivered the event, so an unexpected exception fails the test where it happened; kCollect
+// appends it to failures() and carries on, for tests of failure handling. The original exception
+// object is not rethrown: it may live in the reactor's heap, which must not be freed from outside
+// that heap.
 //
 // What it does not do. No sockets: TCP operations throw std::logic_error ("TestRuntime has no
 // sockets"); a test feeds socket events with deliver(ref, Event) instead, which delivers any kind
