@@ -40,7 +40,7 @@ Cycles run_cycles(const std::filesystem::path& data, const std::filesystem::path
   return result;
 }
 
-// The tester's case: the run whose incarnation comes back to the first run's placement window
+// The reported case: the run whose incarnation comes back to the first run's placement window
 // (the eighth after it) spawns more heaps than the first did, into the chunks the first run's
 // heaps were created in and its snapshots still hold.
 TEST(RestartRestore, TheNinthRunOfANodeRestoresItsSnapshotsAfterSpawningHeaps) {
