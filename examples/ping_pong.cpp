@@ -7,7 +7,8 @@
 //   ping_pong [--rounds N]                 play N round trips (default 10000)
 //   ping_pong --snapshot FILE [--rounds N] the same, and save "pong" to FILE halfway through
 //   ping_pong --restore FILE               a new process: bring "pong" back from FILE, give it
-//                                          a new opponent, and play the game to its end
+//                                          a new opponent, and play the game to its end (or say
+//                                          why FILE cannot come back, and exit with status 1)
 //
 // What it shows:
 //   - A reactor is a class derived from reheap::Reactor. Its members live in its own heap, and so
@@ -194,9 +195,23 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(rounds));
   } else {
     // pong comes back under its old ActorRef, with its heap as it was; on_restored runs first.
+    // A snapshot that cannot come back is an error to report, not a reason to abort.
     reheap::ReactorRestoreOptions options;
     options.worker = 1;
-    pong = rt.restore(restore_file, options);
+    try {
+      pong = rt.restore(restore_file, options);
+    } catch (const reheap::SnapshotError& e) {
+      std::fprintf(stderr, "ping_pong: cannot restore pong (%s): %s\n", reheap::to_string(e.code()), e.what());
+      if (e.code() == reheap::SnapshotErrc::kRangeInUse) {
+        std::fprintf(stderr,
+                     "ping_pong: the addresses pong's heap needs are taken in this process. Restore "
+                     "before spawning reactors, and give each restart of a program the same state "
+                     "directory (REHEAP_STATE_DIR=DIR): its new heaps then keep out of the way of the "
+                     "snapshots it saved\n");
+      }
+      rt.shutdown();
+      return 1;
+    }
     ping = rt.spawn<Player>(on_worker(0, "ping"), "ping", pong);  // says hello, does not serve
   }
 
@@ -205,11 +220,16 @@ int main(int argc, char** argv) {
            g_final_hit.load(std::memory_order_acquire) == 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    const reheap::SnapshotInfo info = rt.snapshot(pong, snapshot_file);
-    std::printf("snapshot of pong at about hit %llu: %s, %llu bytes, %llu pages\n",
-                static_cast<unsigned long long>(g_hits.load()), snapshot_file,
-                static_cast<unsigned long long>(info.bytes_written),
-                static_cast<unsigned long long>(info.pages_written));
+    try {
+      const reheap::SnapshotInfo info = rt.snapshot(pong, snapshot_file);
+      std::printf("snapshot of pong at about hit %llu: %s, %llu bytes, %llu pages\n",
+                  static_cast<unsigned long long>(g_hits.load()), snapshot_file,
+                  static_cast<unsigned long long>(info.bytes_written),
+                  static_cast<unsigned long long>(info.pages_written));
+    } catch (const reheap::SnapshotError& e) {
+      // The game goes on without a snapshot (a full disk, a directory that does not exist).
+      std::fprintf(stderr, "ping_pong: no snapshot of pong (%s): %s\n", reheap::to_string(e.code()), e.what());
+    }
   }
 
   g_final_hit.wait(0, std::memory_order_acquire);

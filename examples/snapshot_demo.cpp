@@ -100,6 +100,17 @@ int main(int argc, char** argv) {
     return std::strcmp(argv[1], "save") == 0 ? save(argv[2]) : restore(argv[2]);
   } catch (const reheap::SnapshotError& e) {
     std::fprintf(stderr, "snapshot_demo: %s (%s)\n", e.what(), reheap::to_string(e.code()));
+    if (e.code() == reheap::SnapshotErrc::kRangeInUse) {
+      std::fprintf(stderr,
+                   "snapshot_demo: the addresses the world's heap needs are taken in this process. "
+                   "Restore before creating heaps, and give each run of a program the same state "
+                   "directory (REHEAP_STATE_DIR=DIR): its new heaps then keep out of the way of the "
+                   "snapshots it saved\n");
+    }
+    return 1;
+  } catch (const std::exception& e) {
+    // The zone or the node's state directory (REHEAP_STATE_DIR) could not be set up.
+    std::fprintf(stderr, "snapshot_demo: %s\n", e.what());
     return 1;
   }
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 
+#include "node_state.h"
 #include "reheap/heap_scope.h"
 
 namespace reheap {
@@ -58,12 +59,16 @@ std::uint32_t random_incarnation() noexcept {
   return value % NodeIdentity::kIncarnations;
 }
 
-[[noreturn]] void counter_failed(int err, const std::filesystem::path& dir, const std::string& step) {
+[[noreturn]] void state_failed(int err, const std::filesystem::path& dir, const std::string& purpose,
+                               const std::string& step) {
   throw std::system_error(err, std::generic_category(),
-                          "reheap: the state directory " + dir.string() +
-                              " cannot keep the node's incarnation counter (" + step +
+                          "reheap: the state directory " + dir.string() + " cannot keep " + purpose + " (" + step +
                               "; fix its permissions or set another REHEAP_STATE_DIR / "
                               "RuntimeConfig::state_dir)");
+}
+
+[[noreturn]] void counter_failed(int err, const std::filesystem::path& dir, const std::string& step) {
+  state_failed(err, dir, "the node's incarnation counter", step);
 }
 
 // Closes a descriptor on every path out.
@@ -149,20 +154,10 @@ void NodeIdentity::configure(const NodeIdentityConfig& config) {
 
 std::uint32_t NodeIdentity::next_incarnation(const std::filesystem::path& dir, std::uint32_t node) {
   HeapScope system(nullptr);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) counter_failed(ec.value(), dir, "cannot create it");
-  const std::string base = "node-" + std::to_string(node);
-  const std::filesystem::path lock_path = dir / (base + ".lock");
+  const std::string base = detail::node_file_prefix(node);
   const std::filesystem::path counter_path = dir / (base + ".incarnation");
   const std::filesystem::path temporary = dir / (base + ".incarnation.tmp");
-
-  // The lock file is never removed: removing it would let two processes lock different files.
-  const Fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (lock.get() < 0) counter_failed(errno, dir, "cannot open " + lock_path.string());
-  while (::flock(lock.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) counter_failed(errno, dir, "cannot lock " + lock_path.string());
-  }
+  const detail::NodeLock lock(dir, node, "the node's incarnation counter");
 
   std::uint64_t value = 0;
   {
@@ -197,4 +192,37 @@ std::uint32_t NodeIdentity::next_incarnation(const std::filesystem::path& dir, s
   return static_cast<std::uint32_t>(value % kIncarnations);
 }
 
+namespace detail {
+
+std::filesystem::path state_directory() {
+  IdentityState& s = state();
+  std::lock_guard lock(s.mutex);
+  return s.settled ? s.state_dir : std::filesystem::path();
+}
+
+std::string node_file_prefix(std::uint32_t node) { return "node-" + std::to_string(node); }
+
+NodeLock::NodeLock(const std::filesystem::path& dir, std::uint32_t node, const char* purpose) {
+  HeapScope system(nullptr);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) state_failed(ec.value(), dir, purpose, "cannot create it");
+  const std::filesystem::path path = dir / (node_file_prefix(node) + ".lock");
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) state_failed(errno, dir, purpose, "cannot open " + path.string());
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      const int err = errno;
+      ::close(fd_);
+      state_failed(err, dir, purpose, "cannot lock " + path.string());
+    }
+  }
+}
+
+NodeLock::~NodeLock() {
+  // Closing the descriptor lets the lock go.
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace detail
 }  // namespace reheap

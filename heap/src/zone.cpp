@@ -11,6 +11,7 @@
 #include "os.h"
 #include "reheap/node_identity.h"
 #include "report.h"
+#include "snapshot/snapshot_registry.h"
 #include "stale_access.h"
 #include "zone_impl.h"
 
@@ -99,6 +100,9 @@ void ZoneImpl::reserve_locked() {
   // Settled before anything is reserved, so that an unusable state directory leaves the zone as
   // it was (and its message reaches the caller).
   const NodeIdentity identity = NodeIdentity::current();
+  // Likewise the chunks the node's saved snapshots hold (snapshot/snapshot_registry.h): a registry
+  // that cannot be read stops the reservation with a message naming it.
+  const std::vector<snapshot::HeldRun> held = snapshot::load_registry(c.base, c.size);
   chunks_ = c.size / kChunkSize;
   class_chunks_ = chunks_ / 2;
   const std::size_t bitmap_bytes = align_up(chunks_, 64) / 8;
@@ -117,9 +121,11 @@ void ZoneImpl::reserve_locked() {
       os::map_table(chunks_ * sizeof(std::atomic<ChunkObserver*>)));
   residency_ = static_cast<Residency*>(os::map_table(class_chunks_ * sizeof(Residency)));
   taking_ = static_cast<ChunkTaking*>(os::map_table(class_chunks_ * sizeof(ChunkTaking)));
+  held_ = static_cast<std::uint64_t*>(os::map_table(bitmap_bytes));
+  hold_counts_ = static_cast<std::uint32_t*>(os::map_table(chunks_ * sizeof(std::uint32_t)));
   if (owners == nullptr || used_ == nullptr || quarantined_ == nullptr || protected_ == nullptr ||
       generation_ == nullptr || fifo_ == nullptr || released_ == nullptr || observers_ == nullptr ||
-      restored_ == nullptr || retained_pages_ == nullptr ||
+      restored_ == nullptr || retained_pages_ == nullptr || held_ == nullptr || hold_counts_ == nullptr ||
       cache_ring_ == nullptr || residency_ == nullptr || taking_ == nullptr) {
     throw std::system_error(ENOMEM, std::generic_category(), "reheap: zone tables");
   }
@@ -138,6 +144,13 @@ void ZoneImpl::reserve_locked() {
   accessible_end_[0] = 0;
   accessible_end_[1] = class_chunks_;
   place_locked(identity.node, identity.incarnation);
+  for (const snapshot::HeldRun& run : held) {
+    // The registry read the runs from files that may lie: only those inside one half are held.
+    const bool class_run = run.first < class_chunks_ && run.count <= class_chunks_ - run.first;
+    const bool large_run = run.first >= class_chunks_ && run.first < chunks_ && run.count <= chunks_ - run.first;
+    if (!class_run && !large_run) continue;
+    for (std::size_t k = run.first; k < std::size_t{run.first} + run.count; ++k) hold_locked(k);
+  }
   g_zone.owners.store(owners, std::memory_order_relaxed);
   g_zone.size.store(c.size, std::memory_order_relaxed);
   g_zone.class_span.store(class_chunks_ * kChunkSize, std::memory_order_relaxed);
@@ -159,11 +172,12 @@ void ZoneImpl::set_bits(std::uint64_t* bits, std::size_t first, std::size_t coun
 namespace {
 
 // The first index in [i, end) that is used (`value`) or not, or `end`. Word at a time. A chunk
-// is used if its bit in `used` is set and, when `waiting` is given, not set there.
-std::size_t next_with(const std::uint64_t* used, const std::uint64_t* waiting, std::size_t i,
-                      std::size_t end, bool value) noexcept {
+// is used if its bit in `used` is set and, when `waiting` is given, not set there, or if it is
+// held: a held chunk is used whatever else is true of it.
+std::size_t next_with(const std::uint64_t* used, const std::uint64_t* waiting, const std::uint64_t* held,
+                      std::size_t i, std::size_t end, bool value) noexcept {
   while (i < end) {
-    std::uint64_t word = used[i / 64] & ~(waiting != nullptr ? waiting[i / 64] : 0);
+    std::uint64_t word = (used[i / 64] & ~(waiting != nullptr ? waiting[i / 64] : 0)) | held[i / 64];
     if (!value) word = ~word;
     word &= ~std::uint64_t{0} << (i % 64);
     if (word != 0) {
@@ -186,9 +200,9 @@ std::size_t ZoneImpl::find_free_run(std::size_t from, std::size_t end, std::size
   const std::uint64_t* waiting = or_waiting ? quarantined_ : nullptr;
   std::size_t i = from;
   while (true) {
-    i = next_with(used_, waiting, i, end, false);
+    i = next_with(used_, waiting, held_, i, end, false);
     if (end - i < count) return end;
-    const std::size_t used = next_with(used_, waiting, i, i + count, true);
+    const std::size_t used = next_with(used_, waiting, held_, i, i + count, true);
     if (used == i + count) return i;
     i = used;
   }
@@ -199,6 +213,7 @@ void ZoneImpl::place_locked(std::uint32_t node, std::uint32_t incarnation) noexc
   // slice per node (under 64 chunks a half) starts every node at its half's beginning.
   constexpr std::size_t kWindows = 8;
   const std::size_t slice = class_chunks_ / NodeIdentity::kMaxNodes;
+  node_ = node;
   for (int h = 0; h < 2; ++h) {
     const std::size_t begin = h == 0 ? 0 : class_chunks_;
     slice_[h][0] = begin + node * slice;
@@ -250,6 +265,13 @@ std::uintptr_t ZoneImpl::acquire(Half half, std::size_t count, HeapId owner,
           set_bits(used_, k, 1, false);
         }
       }
+    }
+  }
+  if (held_chunks_ != 0) [[unlikely]] {
+    if (i == end) {
+      if (!held_reported_[h][1]) report_held_locked(h, count, true);
+    } else if ((i < slice_[h][0] || i >= slice_[h][1]) && held_in_slice_[h] != 0 && !held_reported_[h][0]) {
+      report_held_locked(h, count, false);
     }
   }
   if (i == end) return 0;
@@ -334,6 +356,11 @@ void ZoneImpl::take_locked(int h, std::size_t first, std::size_t count, HeapId o
 void ZoneImpl::release(std::uintptr_t first, std::size_t count, HeapId freed_by) noexcept {
   const std::size_t index = (first - config_.base) >> kChunkShift;
   std::lock_guard lock(mutex_);
+  release_locked(index, count, freed_by);
+}
+
+void ZoneImpl::release_locked(std::size_t index, std::size_t count, HeapId freed_by) noexcept {
+  const std::uintptr_t first = chunk_address(static_cast<std::uint32_t>(index));
   auto* owners = g_zone.owners.load(std::memory_order_relaxed);
   for (std::size_t k = index; k < index + count; ++k) {
     owners[k].store(freed_by | kTombstone, std::memory_order_relaxed);
@@ -364,6 +391,8 @@ ZoneImpl::Cached ZoneImpl::cache(std::uintptr_t chunk, HeapId freed_by, std::siz
   // Callers trim the cache to at most kMaxCachedHeaps entries after each caching; only callers
   // racing to cache between those trims can find the ring full.
   if (cache_length_ == kMaxCachedHeaps + 1) return Cached::kNoRoom;
+  // A held chunk must not be handed to the next Heap::create: it goes to the quarantine.
+  if (test(held_, index)) return Cached::kNoRoom;
   g_zone.owners.load(std::memory_order_relaxed)[index].store(freed_by | kTombstone, std::memory_order_relaxed);
   // At least the header page: a chunk with retained pages is a cached one (cached()).
   const std::size_t pages = std::max<std::size_t>(retained_bytes >> kPageShift, 1);
@@ -536,6 +565,7 @@ ZoneStats ZoneImpl::stats() const noexcept {
   s.quarantined_chunks = quarantined_chunks_;
   s.cached_heaps = cached_chunks_;
   s.retained_bytes = retained_.load(std::memory_order_relaxed);
+  s.held_chunks = held_chunks_;
   s.class_start_chunk = start_[0];
   s.large_start_chunk = start_[1];
   s.ignored_frees = ignored_frees_.load(std::memory_order_relaxed);

@@ -18,6 +18,13 @@
 // inaccessible, and an access is reported naming the destroyed heap). Only when the quarantine
 // is full (oldest first), a request can be met only with quarantined chunks (exactly those), or
 // a restore needs exactly that chunk, does a quarantined chunk become usable again.
+//
+// Held chunks (zone.h, "Held for restore"). A second bitmap marks the chunks that saved snapshots
+// of the node still name, with a count per chunk (several files may name one). The first-fit
+// search treats a held chunk as used whatever else is true of it (free, in quarantine), and the
+// heap cache refuses one; acquire_at, the restore's door, ignores the mark. The holds come from
+// the registry (snapshot/snapshot_registry.h), read at the reservation, and from the saves of the
+// process; the zone only counts them.
 #pragma once
 
 #include <atomic>
@@ -193,6 +200,14 @@ class ZoneImpl {
   }
   void sub_resident(std::size_t bytes) noexcept { resident_.fetch_sub(bytes, std::memory_order_relaxed); }
 
+  // Held for restore (zone.h, "Held for restore"): chunks that snapshot files of this node still
+  // name, counted per chunk (a chunk may be named by several files). A held chunk is never handed
+  // to a new heap or a growing one; a restore takes it (acquire_at) as it takes any chunk no live
+  // heap owns. A heap that gives a held chunk back leaves it held. Holding a chunk that waits in
+  // the heap cache ends its caching (its pages are discarded). Runs must lie in the zone.
+  void hold(std::size_t first, std::size_t count) noexcept;
+  void unhold(std::size_t first, std::size_t count) noexcept;
+
   // Chunks waiting in quarantine (tests and statistics).
   std::size_t quarantined() const noexcept;
   std::size_t set_quarantine(std::size_t chunks) noexcept;
@@ -226,16 +241,25 @@ class ZoneImpl {
   }
 
   void reserve_locked();
+  // One chunk held more, or less (see hold()).
+  void hold_locked(std::size_t k) noexcept;
+  void unhold_locked(std::size_t k) noexcept;
+  // Returns chunks to the quarantine (see release()).
+  void release_locked(std::size_t index, std::size_t count, HeapId freed_by) noexcept;
+  // Says on stderr, once per half, that held chunks pushed new heaps out of the node's slice, or
+  // left a request for `count` chunks unmet.
+  [[gnu::noinline, gnu::cold]] void report_held_locked(int h, std::size_t count, bool unmet) noexcept;
   bool make_accessible_locked(int half, std::size_t need_end, std::uint64_t* mprotect_calls) noexcept;
   void take_locked(int half, std::size_t first, std::size_t count, HeapId owner) noexcept;
   // Where new heaps of this process start their search in each half (zone.h, "Slices").
   void place_locked(std::uint32_t node, std::uint32_t incarnation) noexcept;
   // First fit for `count` chunks of half `h`: from start_[h] to the end of the node's slice, then
   // the slice before start_[h], then the rest of the half (zone.h, "Slices"); the half's end if
-  // none fits. Without `or_waiting`, the hints skip what is known to be used.
+  // none fits. Held chunks are never part of a fit. Without `or_waiting`, the hints skip what is
+  // known to be used.
   std::size_t find_wrapped(int h, std::size_t count, bool or_waiting) const noexcept;
   // The first run of `count` chunks in [from, end) that are free (or free or waiting in
-  // quarantine, `or_waiting`); `end` if there is none.
+  // quarantine, `or_waiting`) and not held; `end` if there is none.
   std::size_t find_free_run(std::size_t from, std::size_t end, std::size_t count, bool or_waiting) const noexcept;
   static bool test(const std::uint64_t* bits, std::size_t i) noexcept {
     return (bits[i / 64] >> (i % 64)) & 1;
@@ -273,6 +297,11 @@ class ZoneImpl {
   std::uint32_t* released_ = nullptr;     // by chunk: the release that last put it in quarantine
   std::uint64_t* restored_ = nullptr;     // one bit per chunk: a restored heap's first chunk
   std::uint32_t* retained_pages_ = nullptr;  // by class chunk, while cached: its committed pages
+  std::uint64_t* held_ = nullptr;          // one bit per chunk: held for restore
+  std::uint32_t* hold_counts_ = nullptr;   // by chunk: the holds on it (files naming it)
+  std::size_t held_chunks_ = 0;
+  std::size_t held_in_slice_[2] = {0, 0};  // held chunks in the node's slice of each half
+  bool held_reported_[2][2] = {{false, false}, {false, false}};  // by half: spilled, unmet
   CachedChunk* cache_ring_ = nullptr;      // kMaxCachedHeaps + 1 entries, oldest at cache_head_
   std::uint32_t releases_ = 0;
   QuarantinedRun* fifo_ = nullptr;        // ring of quarantined runs, oldest at fifo_head_
@@ -287,6 +316,7 @@ class ZoneImpl {
   ChunkTaking* taking_ = nullptr;          // by class chunk: a heap's first chunk
   std::atomic<std::size_t> resident_{0};   // retained bytes still resident, zone-wide
   std::size_t hint_[2] = {0, 0};  // no free chunk below these indexes
+  std::uint32_t node_ = 0;  // the process's node id
   std::size_t slice_[2][2] = {{0, 0}, {0, 0}};  // the node's slice of each half: [begin, end)
   std::size_t start_[2] = {0, 0};  // where searches start: the node's slice, incarnation's window
   std::size_t start_hint_[2] = {0, 0};  // no free chunk in [start_, start_hint_)

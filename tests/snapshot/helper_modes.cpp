@@ -15,6 +15,8 @@
 #include "reheap/aslr.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
+#include "held_helper.h"
+#include "restart_cycle.h"
 #include "support.h"
 
 namespace reheap::snaptest {
@@ -196,6 +198,8 @@ int run_helper_mode(int argc, char** argv) {
     if (mode == "--restore-helper") return restore_helper(argc, argv);
     if (mode == "--save-helper") return save_helper(argc, argv);
     if (mode == "--save-loop") save_loop(argc, argv);
+    if (mode == "--restart-cycle") return restart_cycle(argc, argv);
+    if (mode == "--held") return held_helper(argc, argv);
     if (mode == "--save-conversion-fixture") return save_fixture(argc, argv);
     if (mode == "--aslr-report") {
       std::printf("aslr_off=%d disabled=%d marker=%d why=%s\n", layout_stable() ? 1 : 0,

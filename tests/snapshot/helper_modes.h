@@ -12,6 +12,10 @@
 //       restores <file> if it exists (checking it), else builds the "map" case; then, forever,
 //       mutates and saves it to <file>, printing "ready" after the first save. The crash test
 //       kills it with SIGKILL.
+//   --restart-cycle <dir> <spawned> <seed>
+//       one life of a restarted service (restart_cycle.h).
+//   --held <mode> ...
+//       a process of a node with a state directory (held_helper.h).
 //   --save-conversion-fixture <file>
 //       builds the conversion fixture's heap and saves it (conversion_fixture.h; run by the
 //       release and the asan build to regenerate tests/snapshot/fixtures, see its README).

@@ -12,7 +12,9 @@
 // state directory it is random (getrandom), so two given starts of a node get the same
 // incarnation with probability 2^-18, and among k starts some two do with probability about
 // 1 - exp(-k^2 / 2^19) (1.9% for 100 starts, 16% for 300): configure a state directory where it
-// matters.
+// matters. The state directory also keeps the node's registry of saved snapshots
+// (`node-<n>.snapshots`), whose files' chunks the node's later heaps keep out of (zone.h, "Held for
+// restore"): without one, a restarted node may create heaps where its saved snapshots need to go.
 // The runtime puts both in every ActorRef it mints (runtime/include/reheap/actor_ref.h), so that
 // no two processes hand out the same reference.
 //

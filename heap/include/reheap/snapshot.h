@@ -78,6 +78,11 @@ class Snapshotter {
   // any file, the last one included: it starts a new chain. Increments of the old chain that
   // hung on the replaced file are then refused by restore (kBrokenChain: their parent's id
   // differs), never applied to the wrong parent.
+  //
+  // With a state directory (node_identity.h) the file is listed in the node's registry before it
+  // is renamed into place, and its chunks are held for its restore from then on (zone.h, "Held
+  // for restore"); a registry that cannot take the line fails the save (kIo, kNoSpace), leaving
+  // the old `file`. Delete snapshot files with remove_snapshot() to let their chunks go at once.
   SnapshotInfo save(const std::filesystem::path& file);
 
   // Writes the pages changed since the last successful save, save_increment or attach; the file
@@ -137,5 +142,14 @@ HeapPtr restore_replacing(HeapPtr heap, ByteSource& source, const RestoreOptions
 // Writes the state the chain ending at `latest` describes as one full snapshot `out`
 // (crash-safe), without restoring it: no zone or heap is involved.
 SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem::path& out);
+
+// Deletes the snapshot file `file` as std::filesystem::remove does (false if there was none) and
+// lets this process's new heaps have the chunks it held for the file. With a state directory
+// (node_identity.h), every snapshot file the node saves holds its chunks out of the way of the
+// node's new heaps (zone.h, "Held for restore") until it is deleted this way, saved again with
+// other chunks, or found gone (a process of the node starting, or one rewriting the registry
+// after many saves). Deleting a file otherwise is safe too; its chunks are held a little longer.
+bool remove_snapshot(const std::filesystem::path& file);  // throws std::filesystem::filesystem_error
+bool remove_snapshot(const std::filesystem::path& file, std::error_code& error) noexcept;
 
 }  // namespace reheap

@@ -75,7 +75,31 @@
 // pick the same window, and a big node fills its slice from the window on). A restore takes exactly
 // the chunks its snapshot lists, wherever they lie. What is guaranteed: processes with different
 // node ids, each within its slice, never create heaps at addresses the other's snapshots need;
-// anything else makes a restore fail with kRangeInUse naming both heaps, never corrupt one.
+// with a state directory, a node never creates heaps at addresses its own saved snapshots need
+// (below); anything else makes a restore fail with kRangeInUse naming both heaps, never corrupt one.
+//
+// Held for restore. With a state directory (node_identity.h), every snapshot file a process
+// saves (Snapshotter::save and save_increment, and so the runtime's snapshots and recording
+// anchors; compact()'s output once the zone is reserved) is listed in the node's registry there,
+// and the chunks it names are held: no new heap, and no growing heap, of the node takes them - in
+// the saving process (a heap saved and destroyed leaves its chunks held), and in every later
+// process of the node, which reads the registry when it reserves its zone, dropping the files
+// deleted or replaced by something else meanwhile. A restore takes held chunks like any others. A
+// hold ends when its file is deleted with remove_snapshot() (reheap/snapshot.h) or found gone (at
+// the next start, or when a process that saved many new files rewrites the registry), or saved
+// again with other chunks. So a restarted node restores the snapshots it saved after it spawned
+// heaps, at every incarnation. Costs: held chunks are address space only (their pages are
+// discarded); a save takes the node's flock around its rename, and a save under a name the
+// registry does not list yet appends and fsyncs a line first; a start reads the header of every
+// listed file (heap/README.md, "Held for restore", has the numbers). Not covered: snapshots saved
+// before the node had its state directory, by another node, or by a process of the node running
+// at the same time (each process reads the registry once, at its start). When held and used
+// chunks fill the node's slice, new heaps spill into other slices as above, and the zone says so
+// on stderr, once; when they fill a half, the request fails (Heap::create throws std::bad_alloc,
+// an allocation returns null) and the zone says why: a held chunk is never handed to a new heap.
+// Without a state directory nothing is held, and a restart that creates heaps before it restores
+// collides with a saved heap whenever its random incarnation picks a window that heap's chunks
+// lie in: up to 1 chance in 8 per restart and window (heap/README.md works the odds out).
 //
 // Thread safety: every function here may be called from any thread.
 #pragma once
@@ -108,6 +132,9 @@ struct ZoneStats {
   // memory no live heap counts, that purge_heap_cache() or the cache's bounds give back.
   std::size_t cached_heaps = 0;
   std::size_t retained_bytes = 0;
+  // Chunks held for the restore of snapshots this node saved (see "Held for restore"): address
+  // space no new heap takes, and no memory.
+  std::size_t held_chunks = 0;
   // Where the first-fit search for a new heap's chunks starts in each half (chunk indexes): the
   // node's slice and the incarnation's window in it (see above). Set when the zone is reserved.
   std::size_t class_start_chunk = 0;

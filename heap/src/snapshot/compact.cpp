@@ -14,6 +14,7 @@
 #include "file_io.h"
 #include "format.h"
 #include "program_scan.h"
+#include "snapshot_registry.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
 #include "writer.h"
@@ -219,7 +220,9 @@ SnapshotInfo compact(const std::filesystem::path& latest, const std::filesystem:
   }
   writer.finish();
   SnapshotInfo info;
-  info.bytes_written = file.commit();
+  // The folded file needs the chain's last chunks: listed like any snapshot this node saves.
+  Publication publication(target, runs_of(header.chunks));
+  info.bytes_written = file.commit(&publication);
   info.kind = SnapshotKind::kFull;
   info.id = header.id;
   info.generation = header.generation;

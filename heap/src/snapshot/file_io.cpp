@@ -13,6 +13,7 @@
 
 #include "reheap/snapshot_error.h"
 #include "reheap/snapshot_file.h"
+#include "snapshot_registry.h"
 
 namespace reheap::detail::snapshot {
 
@@ -185,15 +186,17 @@ AtomicFile::~AtomicFile() {
   if (!committed_) ::unlink(temporary_.c_str());
 }
 
-std::uint64_t AtomicFile::commit() {
+std::uint64_t AtomicFile::commit(Publication* publication) {
   sink_->flush();
   const std::uint64_t size = sink_->bytes();
   if (::fsync(fd_) != 0) fail_errno(errno, temporary_.string(), "fsync");
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail_errno(errno, temporary_.string(), "close");
+  if (publication != nullptr) publication->before_rename();
   if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail_errno(errno, target_.string(), "rename");
   committed_ = true;
+  if (publication != nullptr) publication->after_rename();
   fsync_directory(target_.parent_path(), target_.string());
   return size;
 }

@@ -17,6 +17,8 @@
 
 namespace reheap::detail::snapshot {
 
+class Publication;
+
 // Throws SnapshotError (kIo, or kNoSpace for ENOSPC/EDQUOT) naming `name` and the failed call.
 [[noreturn]] void fail_errno(int err, const std::string& name, const char* call);
 
@@ -73,8 +75,10 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   ByteSink& sink() noexcept { return *sink_; }
-  // fsync, rename over the target, fsync of the directory. Returns the file's size.
-  std::uint64_t commit();
+  // fsync, rename over the target, fsync of the directory. Returns the file's size. A snapshot
+  // file passes its `publication` (snapshot_registry.h), told before and after the rename: if
+  // before_rename() throws, the target is left as it was.
+  std::uint64_t commit(Publication* publication = nullptr);
 
  private:
   std::filesystem::path target_;

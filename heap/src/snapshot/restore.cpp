@@ -15,6 +15,7 @@
 #include "checked_conversion.h"
 #include "format.h"
 #include "relocation.h"
+#include "snapshot_registry.h"
 #include "state_check.h"
 #include "reheap/heap_scope.h"
 #include "reheap/node_identity.h"
@@ -134,14 +135,33 @@ std::string collision(const SnapshotHeader& h, std::uint32_t index) {
     return "the heap's chunk " + std::to_string(index) + " at " + where + " is in use in this process: heap " +
            std::to_string(h.heap_id) + " is still alive here (destroy it first, or restore in another process)";
   }
-  return "the heap's chunk " + std::to_string(index) + " at " + where + " belongs to live heap " +
-         std::to_string(owner) + " (" +
-         (restored ? "restored in this process from another snapshot" : "created in this process") +
-         ", node " + std::to_string(here.node) + " incarnation " + std::to_string(here.incarnation) +
-         "); the snapshot holds heap " + std::to_string(h.heap_id) + ", " + saved_by +
-         ". Give processes that exchange snapshots different node ids (REHEAP_NODE, ZoneConfig::node, "
-         "RuntimeConfig::node) and keep each within its slice of the zone, or restore before creating "
-         "heaps (spawning reactors)";
+  std::string message = "the heap's chunk " + std::to_string(index) + " at " + where + " belongs to live heap " +
+                        std::to_string(owner) + " (" +
+                        (restored ? "restored in this process from another snapshot" : "created in this process") +
+                        ", node " + std::to_string(here.node) + " incarnation " + std::to_string(here.incarnation) +
+                        (owner == h.heap_id ? ", another heap than the snapshot's though the ids are equal: ids "
+                                              "repeat between processes"
+                                            : "") +
+                        "); the snapshot holds heap " + std::to_string(h.heap_id) + ", " + saved_by + ". ";
+  const std::filesystem::path registry = registry_file();
+  if (h.saved_by_node >= 0 && h.saved_by_node != here.node) {
+    return message +
+           "Give processes that exchange snapshots different node ids (REHEAP_NODE, ZoneConfig::node, "
+           "RuntimeConfig::node) and keep each within its slice of the zone, or restore before creating heaps "
+           "(spawning reactors)";
+  }
+  if (registry.empty()) {
+    return message +
+           "Without a state directory a node's new heaps may take the chunks of the snapshots it saved (a "
+           "restart that creates heaps before restoring does so with odds of up to 1 in 8 per placement "
+           "window the snapshot's chunks lie in, heap/README.md \"Held for restore\"): give the node one "
+           "(REHEAP_STATE_DIR, RuntimeConfig::state_dir or NodeIdentityConfig::state_dir), and its saved "
+           "snapshots' chunks are kept out of new heaps' way; or restore before creating heaps (spawning reactors)";
+  }
+  return message + "The node's registry of saved snapshots (" + registry.string() +
+         ") did not list this file when the process started (saved before the node had its state directory, "
+         "copied in, or saved by a process of this node running at the same time): restore before creating "
+         "heaps (spawning reactors); once restored and saved again the file is held";
 }
 
 bool listed(const std::vector<SnapshotChunk>& chunks, std::uint32_t index) {

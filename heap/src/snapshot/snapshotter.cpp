@@ -23,6 +23,7 @@
 #include "file_io.h"
 #include "program_scan.h"
 #include "relocation.h"
+#include "snapshot_registry.h"
 #include "reheap/heap_scope.h"
 #include "reheap/node_identity.h"
 #include "reheap/snapshot.h"
@@ -72,6 +73,7 @@ struct Snapshotter::State final : detail::ChunkObserver {
   std::vector<std::uintptr_t> pending_fresh;  // runs first tracked by a failed save
   std::string broken;  // why tracking lost track (the next save must be full), or ""
   bool collect_failed = false;  // set by gather: some written pages of a tracked run are unknown
+  std::vector<HeldRun> written_runs;  // set by write: the chunks of the snapshot it wrote
 
   ~State() {
     if (heap_alive) detail::zone().set_observer(heap->id, nullptr);
@@ -285,6 +287,7 @@ SnapshotInfo Snapshotter::State::write(ByteSink& sink, bool increment, const std
       header.chunks.push_back({run.first_index + i, run.use, is_fresh});
     }
   }
+  written_runs = runs_of(header.chunks);
   header.layout = current_program_layout();
   header.tracking = mechanism();
   if (NodeIdentity::settled()) {  // it is once the zone is reserved; read, never settled here
@@ -392,7 +395,8 @@ SnapshotInfo Snapshotter::save(const std::filesystem::path& file) {
   const std::filesystem::path target = save_target(file, "Snapshotter::save");
   AtomicFile out(target);
   SnapshotInfo info = state_->write(out.sink(), false, std::string(), std::string());
-  info.bytes_written = out.commit();
+  Publication publication(target, std::move(state_->written_runs));
+  info.bytes_written = out.commit(&publication);
   state_->saved(info, target);
   return info;
 }
@@ -421,7 +425,8 @@ SnapshotInfo Snapshotter::save_increment(const std::filesystem::path& file) {
       obstacle.empty() ? state_->parent_path.lexically_relative(target.parent_path()).string() : std::string();
   AtomicFile out(target);
   SnapshotInfo info = state_->write(out.sink(), obstacle.empty(), parent_name, obstacle);
-  info.bytes_written = out.commit();
+  Publication publication(target, std::move(state_->written_runs));
+  info.bytes_written = out.commit(&publication);
   state_->saved(info, target);
   return info;
 }

@@ -100,9 +100,11 @@ struct RuntimeConfig {
   std::function<void(const ReactorFailed&)> on_failure{};
   // The process's node identity (node_identity.h), which every ActorRef minted here carries and
   // which decides where the process's heaps lie in the zone: the node id (0..63; -1: REHEAP_NODE,
-  // or 0) and a directory keeping the node's incarnation counter (empty: REHEAP_STATE_DIR, or a
-  // random incarnation). The identity is the process's, settled by its first heap or runtime:
-  // a later runtime asking for another one throws std::logic_error.
+  // or 0) and a directory keeping the node's incarnation counter and the registry of the
+  // snapshots it saved, whose chunks its later reactors keep out of so that Runtime::restore
+  // finds them free after spawns (empty: REHEAP_STATE_DIR, or a random incarnation and nothing
+  // held; zone.h, "Held for restore"). The identity is the process's, settled by its first heap
+  // or runtime: a later runtime asking for another one throws std::logic_error.
   int node = -1;
   std::filesystem::path state_dir{};
   // Where reactors read the time (Reactor::now) and their random seeds (Reactor::random); null:

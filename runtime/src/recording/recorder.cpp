@@ -44,6 +44,7 @@
 #include "reheap/heap_digest.h"
 #include "reheap/heap_scope.h"
 #include "reheap/recording_log.h"
+#include "reheap/snapshot.h"
 
 namespace reheap::detail::recording {
 namespace {
@@ -232,10 +233,12 @@ bool ReactorRecorder::anchor(Cell* c, std::uint64_t events, bool rotate) {
       file_->start(events);
       // Only once the new anchor and its first segment exist: until then the old pair is the
       // recording. A file that cannot go only costs disk; the new pair is complete without it.
+      // The old anchor goes through remove_snapshot, so that the chunks it held for its restore
+      // (with a state directory, reheap/snapshot.h) are free for new heaps at once.
       for (const std::filesystem::path& file : replaced) {
         if (file == anchor_file_ || file == file_->segments().front()) continue;
         std::error_code ignored;
-        std::filesystem::remove(file, ignored);
+        reheap::remove_snapshot(file, ignored);
       }
     } else {
       checkpoint_.clear();
