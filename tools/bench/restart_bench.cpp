@@ -299,10 +299,13 @@ int main(int argc, char** argv) {
         before.push_back(s.gap_before_ms);
       }
       const Spread t = spread(restart), d = spread(during), b = spread(before);
-      std::printf("  %-46s restart %8.1f ms [%.1f, %.1f]  %9.0f events/s  longest pong gap: during %.2f ms [%.2f, %.2f], "
+      // An unrecorded restart replays nothing: no rate.
+      const std::string rate = m.mode == reheap::RecordingMode::kOff
+                                   ? std::string("-")
+                                   : std::to_string(static_cast<std::uint64_t>(static_cast<double>(events) / (t.median / 1e3)));
+      std::printf("  %-46s restart %8.1f ms [%.1f, %.1f]  %9s events/s  longest pong gap: during %.2f ms [%.2f, %.2f], "
                   "before %.2f ms [%.2f, %.2f]\n",
-                  m.name, t.median, t.min, t.max, static_cast<double>(events) / (t.median / 1e3), d.median, d.min, d.max,
-                  b.median, b.min, b.max);
+                  m.name, t.median, t.min, t.max, rate.c_str(), d.median, d.min, d.max, b.median, b.min, b.max);
     }
     std::printf("restart_bench: flush interval, 16 recorded sinks x %llu messages, %llu alternating runs\n",
                 static_cast<unsigned long long>(messages), static_cast<unsigned long long>(reps));
