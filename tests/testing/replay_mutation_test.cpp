@@ -30,8 +30,10 @@ namespace fs = std::filesystem;
 
 #if defined(REHEAP_SNAP_PATH) && defined(REHEAP_REPLAY_PROGRAM) && defined(REHEAP_REPLAY_PROGRAM_REBUILT)
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr std::uint64_t kBaseRss = std::uint64_t{1} << 30;  // ASan's shadow and quarantine
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// A sanitizer's shadow grows with what the program reads: ASan's quarantine, TSan's 4x shadow of
+// every byte a log holds.
+constexpr std::uint64_t kBaseRss = std::uint64_t{1} << 30;
 #else
 constexpr std::uint64_t kBaseRss = std::uint64_t{256} << 20;
 #endif

@@ -545,7 +545,7 @@ std::filesystem::path ReactorRecorder::dump(Cell* c, const std::filesystem::path
   return directory;
 }
 
-std::optional<RestartSource> ReactorRecorder::take_restart_source(Cell* c, std::string* why) {
+std::optional<RestartSource> ReactorRecorder::take_restart_source(Cell*, std::string* why) {
   HeapScope system(nullptr);
   if (stopped_) {
     *why = "its recording stopped after an error";
@@ -574,7 +574,6 @@ std::optional<RestartSource> ReactorRecorder::take_restart_source(Cell* c, std::
     checkpoint_.clear();
     s.log_bytes = ring_.take_bytes();
   }
-  (void)c;
   return s;
 }
 
