@@ -12,6 +12,9 @@
 #   `concurrent`; the cases whose full name (Suite.Case) matches LONG are labelled `long` too.
 #   TIMEOUT sets the timeout of every case (the test preset's default otherwise).
 #
+# A suite that needs no label keeps gtest_discover_tests. A suite of another kind (a script, a
+# program run by add_test) labels a long test with reheap_long_test(<name>).
+#
 # gtest_discover_tests cannot give a case two labels (CMake 3.25 splits the list it passes on),
 # so the labels are set by a second file that ctest includes after the discovered list.
 include_guard(GLOBAL)
