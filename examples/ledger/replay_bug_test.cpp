@@ -7,7 +7,9 @@
 // what happens, it takes four messages and two clock moves to make it happen on purpose.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -37,6 +39,11 @@ TEST(LedgerReplay, TheShippedBuildFailsTheRecordedSettlementAgain) {
   ASSERT_EQ(replay.failing_event(), bundle->failing_event);
   ASSERT_EQ(replay.recorded_events(), bundle->failing_event);
   EXPECT_EQ(replay.events().back().kind, reheap::EventKind::kTimer);
+  const std::uint64_t cycles_at_anchor = replay.reactor<Ledger>().book().cycles;
+  const auto timers_before_failure =
+      static_cast<std::uint64_t>(std::count_if(replay.events().begin(), replay.events().end() - 1, [](const auto& e) {
+        return e.kind == reheap::EventKind::kTimer;
+      }));
 
   // Every event before the failure, with every output compared with the recorded one.
   const auto start = std::chrono::steady_clock::now();
@@ -47,10 +54,15 @@ TEST(LedgerReplay, TheShippedBuildFailsTheRecordedSettlementAgain) {
               replay.recorded_by_build().c_str(), reheap::program_build_id().c_str());
   const Ledger& ledger = replay.reactor<Ledger>();
   const Book& book = ledger.book();
-  // A long run: a hundred clean settlements or more and thousands of transfers came first (the
-  // fewest the dormancy allows; without sanitizers, tens of thousands).
-  EXPECT_GT(book.cycles, 100u);
-  EXPECT_GT(book.posted, 1'000u);
+  // A long run of clean settlements came first: every timer event before the failing one settled
+  // the book without a failure. How many fit in the dormancy period depends on how fast the build
+  // and the machine ran the recording (about 200 settlements and tens of thousands of transfers in
+  // a release build on an idle machine, 45 settlements in a loaded sanitizer build), so they are
+  // printed, not bounded; what the bug needs - an account idle for the whole period - is checked
+  // on the victim below.
+  std::printf("%llu settlements and %llu transfers posted before the failing one\n",
+              static_cast<unsigned long long>(book.cycles), static_cast<unsigned long long>(book.posted));
+  EXPECT_EQ(book.cycles - cycles_at_anchor, timers_before_failure);
   EXPECT_NO_THROW(book.audit());
 
   // The state just before: a transfer waits for an account that is open, was not dormant at the

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -86,11 +87,14 @@ class IdleListener : public Reactor {
 };
 
 // Nothing is in flight and nothing runs: shutdown has only to close the listeners, stop the
-// reactors and join the workers, which takes milliseconds; 300 ms leaves room for a loaded
-// machine and the sanitizers, and is far below any timeout shutdown has (the drain's 5 s).
-TEST(Shutdown, AnIdleRuntimeWithListenersShutsDownInMilliseconds) {
+// reactors and join the workers, which takes milliseconds, and waits for no timeout: with a drain
+// timeout of a minute, it returns well before half of it however loaded the machine is. (A bound
+// in milliseconds would measure the scheduler: under a sanitizer on a busy machine, a thread may
+// wait that long for a core.)
+TEST(Shutdown, AnIdleRuntimeWithListenersShutsDownWithoutWaitingForTheDrainTimeout) {
+  constexpr std::chrono::seconds kDrain{60};
   for (int workers : {1, 2}) {
-    Runtime rt(RuntimeConfig{.workers = workers});
+    Runtime rt(RuntimeConfig{.workers = workers, .drain_timeout = kDrain});
     std::vector<std::unique_ptr<Probe>> ports;
     for (int w = 0; w < workers; ++w) {
       ports.push_back(std::make_unique<Probe>());
@@ -103,7 +107,8 @@ TEST(Shutdown, AnIdleRuntimeWithListenersShutsDownInMilliseconds) {
     const auto start = Clock::now();
     rt.shutdown();
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
-    EXPECT_LT(took, 300ms) << workers << " workers";
+    EXPECT_LT(took, kDrain / 2) << workers << " workers: the shutdown waited for the drain timeout";
+    std::printf("%d workers: shut down in %lld ms\n", workers, static_cast<long long>(took.count()));
   }
 }
 

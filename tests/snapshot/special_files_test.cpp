@@ -38,26 +38,23 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Refusing a file by its type costs a stat, an open and an fstat; a second leaves room for a
-// loaded machine, a sanitizer build and, for the tool, starting a process.
-constexpr milliseconds kPrompt{1000};
-// A call still running after this is taken to hang.
-constexpr milliseconds kHang{3000};
+// Refusing a file by its type costs a stat, an open and an fstat, while a call that opened a FIFO
+// for reading waits for a writer for ever: a call still running after this is taken to hang. The
+// bound is long because only a broken call reaches it, and a call that is merely slow (a loaded
+// machine, a sanitizer build, the tool's process starting) must not.
+constexpr milliseconds kHang{60000};
 // A call still running this long after its FIFOs were given writers will never end.
 constexpr milliseconds kGiveUp{30000};
 
 struct Timed {
   Outcome outcome;
-  milliseconds elapsed{0};
   bool hung = false;
 };
 
 Timed run_with_deadline(const std::function<void()>& f, const std::vector<fs::path>& fifos) {
   std::future<Timed> done = std::async(std::launch::async, [&f] {
-    const Clock::time_point start = Clock::now();
     Timed t;
     t.outcome = attempt(f);
-    t.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
     return t;
   });
   bool hung = false;
@@ -85,7 +82,6 @@ Timed run_with_deadline(const std::function<void()>& f, const std::vector<fs::pa
 // `t` failed promptly with `code`, naming `file` and saying it is a `what`.
 void expect_refused(const Timed& t, SnapshotErrc code, const fs::path& file, const std::string& what) {
   EXPECT_FALSE(t.hung) << "blocked until the FIFO got a writer";
-  EXPECT_LT(t.elapsed, kPrompt);
   EXPECT_TRUE(t.outcome.failed_with(code)) << t.outcome.describe();
   EXPECT_NE(t.outcome.what.find(file.string()), std::string::npos) << "name the file: " << t.outcome.what;
   EXPECT_NE(t.outcome.what.find("is a " + what + ", not a regular file"), std::string::npos)
@@ -104,7 +100,6 @@ void expect_tool_refuses(const std::vector<std::string>& args, int exit_code, co
   SCOPED_TRACE(joined(args));
   const ToolResult r = run_tool(args, kHang);
   EXPECT_FALSE(r.timed_out) << "hung, and was killed";
-  EXPECT_LT(r.elapsed, kPrompt);
   EXPECT_EQ(r.exit_code, exit_code) << r.out << r.err;
   const std::string text = r.out + r.err;
   EXPECT_NE(text.find(file.string()), std::string::npos) << "name the file: " << text;

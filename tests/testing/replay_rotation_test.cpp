@@ -57,8 +57,7 @@ TEST(RecordingBound, PastTheBoundANewAnchorReplacesTheOldOneAndWhatIsLeftReplays
     on1.worker = 1;
     rt.spawn<Depositor>(on1, ledger, std::string("a"), kManyDeposits);
     rt.spawn<Depositor>(ledger, std::string("b"), kManyDeposits);
-    ASSERT_TRUE(rt.wait_idle());
-    std::this_thread::sleep_for(50ms);  // the five ticks
+    ASSERT_TRUE(wait_for_every_event(rt, ledger, kManyDeposits));
     ASSERT_TRUE(rt.wait_idle());
     recording_errors = rt.stats(ledger).recording_errors;
   }

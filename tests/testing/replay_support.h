@@ -148,6 +148,19 @@ inline std::filesystem::path recording_of(const std::filesystem::path& directory
 
 inline constexpr std::uint32_t kDepositsEach = 200;
 
+// Waits, for a minute at most, until `ledger` has handled its on_start, the deposits of two
+// Depositors of `each` and its five ticks. Runtime::wait_idle does not wait for timers, and on a
+// loaded machine the ticks' milliseconds pass whenever the worker gets to them.
+inline bool wait_for_every_event(reheap::Runtime& rt, ActorRef ledger, std::uint32_t each) {
+  const std::uint64_t all = 1 + 2 * std::uint64_t{each} + 5;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (rt.stats(ledger).events < all) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 struct LedgerRun {
   ActorRef ledger;
   std::filesystem::path recording;
@@ -183,8 +196,7 @@ inline LedgerRun record_ledger(const std::filesystem::path& directory, const std
       std::this_thread::sleep_for(1ms);
     }
   }
-  EXPECT_TRUE(rt.wait_idle());
-  std::this_thread::sleep_for(50ms);  // the five ticks
+  EXPECT_TRUE(wait_for_every_event(rt, run.ledger, kDepositsEach));
   EXPECT_TRUE(rt.wait_idle());
   run.recording = recording_of(directory, run.ledger);
   return run;
