@@ -10,6 +10,7 @@
 #include "../reactor_access.h"
 #include "../reactor_scope.h"
 #include "../reactor_snapshot.h"
+#include "recorded_input.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap_digest.h"
 #include "reheap/heap_scope.h"
@@ -20,39 +21,6 @@ namespace {
 // Events of a restart are checked after every few: a clock read per event would cost more than
 // most events.
 constexpr unsigned kEventsBetweenClockReads = 16;
-
-std::error_code recorded_error(const LogRecord& r) {
-  switch (r.error_category) {
-    case ErrorCategory::kNone:
-      return {};
-    case ErrorCategory::kGeneric:
-      return {r.error_value, std::generic_category()};
-    case ErrorCategory::kSystem:
-      return {r.error_value, std::system_category()};
-  }
-  return {};
-}
-
-// A recorded message, in an envelope of the message allocator as a received one is.
-class RecordedEnvelope {
- public:
-  explicit RecordedEnvelope(const LogRecord& r) : envelope_(allocate_envelope(r.bytes.size())) {
-    if (envelope_ == nullptr) throw std::bad_alloc();
-    std::memset(static_cast<void*>(envelope_), 0, sizeof(*envelope_));
-    envelope_->sender = r.ref.value();
-    envelope_->type_id = r.type_id;
-    envelope_->size = static_cast<std::uint32_t>(r.bytes.size());
-    envelope_->encoding = r.encoding;
-    if (!r.bytes.empty()) std::memcpy(envelope_->payload(), r.bytes.data(), r.bytes.size());
-  }
-  ~RecordedEnvelope() { free_envelope(envelope_); }
-  RecordedEnvelope(const RecordedEnvelope&) = delete;
-  RecordedEnvelope& operator=(const RecordedEnvelope&) = delete;
-  const Envelope& envelope() const noexcept { return *envelope_; }
-
- private:
-  Envelope* envelope_;
-};
 
 // The snapshot the restart starts from: the anchor, or the reactor's last Runtime::snapshot file
 // when it belongs to the same recording and lies between the anchor and the failing event (fewer
@@ -168,43 +136,7 @@ bool ExactRestart::run(std::chrono::steady_clock::time_point until) {
 void ExactRestart::replay(const RecordedLogEvent& e) {
   const LogRecord& in = e.input;
   if (e.failed) fail(e, "its recorded hook threw, and only the failing event's may");
-  Event event;
-  event.kind = static_cast<EventKind>(in.kind);
-  std::optional<RecordedEnvelope> envelope;
-  std::optional<Message> message;
-  {
-    const HeapScope system(nullptr);
-    switch (in.kind) {
-      case RecordKind::kMessage:
-        envelope.emplace(in);
-        message.emplace(MessageAccess::of(envelope->envelope()));
-        event.message = &*message;
-        break;
-      case RecordKind::kTimer:
-        event.timer = in.id;
-        break;
-      case RecordKind::kAccept:
-        event.socket = in.id;
-        event.connection = in.connection;
-        break;
-      case RecordKind::kConnect:
-      case RecordKind::kClosed:
-      case RecordKind::kAcceptError:
-        event.socket = in.id;
-        event.error = recorded_error(in);
-        break;
-      case RecordKind::kEnd:
-      case RecordKind::kDrained:
-        event.socket = in.id;
-        break;
-      case RecordKind::kData:
-        event.socket = in.id;
-        event.data = std::span<const char>(in.bytes.data(), in.bytes.size());
-        break;
-      default:
-        break;
-    }
-  }
+  const RecordedInput input(in);
   Reactor& reactor = *cell_->reactor;
   host_.begin(e, reactor, false);
   chunks_.begin(e);
@@ -216,7 +148,7 @@ void ExactRestart::replay(const RecordedLogEvent& e) {
     const HostSlotScope door(&host_, &reactor);
     ReactorAccess::events(reactor)++;
     try {
-      deliver_to(reactor, event);
+      deliver_to(reactor, input.event());
     } catch (const AbortEvent&) {
       // A divergence: the host wrote it down.
     } catch (const std::exception& x) {
@@ -248,7 +180,7 @@ void ExactRestart::replay(const RecordedLogEvent& e) {
   if (const auto& note = host_.divergence()) {
     fail(e, "expected (recorded) " + note->expected + ", got " + note->actual);
   }
-  if (threw) fail(e, std::string(hook_name(event.kind)) + " threw where the recorded one returned: " + what);
+  if (threw) fail(e, std::string(hook_name(input.event().kind)) + " threw where the recorded one returned: " + what);
   // The restart runs in the recording process: its state digests compare whatever the layout.
   if (digest && *digest != *e.state_digest) {
     fail(e, "the heap after it is not the recorded one (state digest)");

@@ -10,6 +10,7 @@
 
 #include "../exclusive_use.h"
 #include "replay/chunk_plan.h"    // runtime/src
+#include "replay/recorded_input.h"  // runtime/src
 #include "replay/recorded_log.h"  // runtime/src
 #include "replay/replay_host.h"   // runtime/src
 #include "reheap/heap.h"
@@ -25,6 +26,7 @@ using reheap::detail::replay::ArmedTimer;
 using reheap::detail::replay::CallMismatch;
 using reheap::detail::replay::ChunkPlan;
 using reheap::detail::replay::DivergenceNote;
+using reheap::detail::replay::RecordedInput;
 using reheap::detail::replay::RecordedLog;
 using reheap::detail::replay::RecordedLogEvent;
 using reheap::detail::replay::ReplayHost;

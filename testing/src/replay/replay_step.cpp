@@ -23,18 +23,6 @@ namespace {
 
 constexpr std::size_t kPagesListed = 16;  // in a state divergence's report
 
-std::error_code recorded_error(const LogRecord& r) {
-  switch (r.error_category) {
-    case ErrorCategory::kNone:
-      return {};
-    case ErrorCategory::kGeneric:
-      return {r.error_value, std::generic_category()};
-    case ErrorCategory::kSystem:
-      return {r.error_value, std::system_category()};
-  }
-  return {};
-}
-
 DivergenceKind divergence_kind(detail::CallMismatch m) noexcept {
   switch (m) {
     case detail::CallMismatch::kOutput:
@@ -52,24 +40,6 @@ std::string digest_text(std::uint64_t d) {
   std::snprintf(text, sizeof text, "heap digest 0x%016llx", static_cast<unsigned long long>(d));
   return text;
 }
-
-// A recorded message, in an envelope of the message allocator as a received one is.
-struct RecordedMessage {
-  reheap::detail::Envelope* envelope = nullptr;
-  explicit RecordedMessage(const LogRecord& r) {
-    envelope = reheap::detail::allocate_envelope(r.bytes.size());
-    if (envelope == nullptr) throw std::bad_alloc();
-    std::memset(static_cast<void*>(envelope), 0, sizeof(*envelope));
-    envelope->sender = r.ref.value();
-    envelope->type_id = r.type_id;
-    envelope->size = static_cast<std::uint32_t>(r.bytes.size());
-    envelope->encoding = r.encoding;
-    if (!r.bytes.empty()) std::memcpy(envelope->payload(), r.bytes.data(), r.bytes.size());
-  }
-  ~RecordedMessage() { reheap::detail::free_envelope(envelope); }
-  RecordedMessage(const RecordedMessage&) = delete;
-  RecordedMessage& operator=(const RecordedMessage&) = delete;
-};
 
 }  // namespace
 
@@ -127,56 +97,19 @@ void Replay::Impl::take_sends() {
 void Replay::Impl::deliver_next() {
   const detail::RecordedLogEvent& e = log.at(position + 1);
   const LogRecord& in = e.input;
-  std::optional<RecordedMessage> message;
-  Event event;
-  event.kind = static_cast<EventKind>(in.kind);
-  {
+  const detail::RecordedInput input(in);
+  if (in.kind == RecordKind::kTimer) {
+    // A one-shot timer is spent once it fires; a periodic one is re-armed for a period.
     const HeapScope system(nullptr);
-    switch (in.kind) {
-      case RecordKind::kMessage:
-        message.emplace(in);
-        event.message = nullptr;
-        break;
-      case RecordKind::kTimer: {
-        event.timer = in.id;
-        // A one-shot timer is spent once it fires; a periodic one is re-armed for a period.
-        auto& armed = host->armed_timers();
-        const auto it = armed.find(in.id);
-        if (it != armed.end()) {
-          if (it->second.period.count() == 0) {
-            armed.erase(it);
-          } else {
-            it->second.delay = it->second.period;
-          }
-        }
-        break;
+    auto& armed = host->armed_timers();
+    const auto it = armed.find(in.id);
+    if (it != armed.end()) {
+      if (it->second.period.count() == 0) {
+        armed.erase(it);
+      } else {
+        it->second.delay = it->second.period;
       }
-      case RecordKind::kAccept:
-        event.socket = in.id;
-        event.connection = in.connection;
-        break;
-      case RecordKind::kConnect:
-      case RecordKind::kClosed:
-      case RecordKind::kAcceptError:
-        event.socket = in.id;
-        event.error = recorded_error(in);
-        break;
-      case RecordKind::kEnd:
-      case RecordKind::kDrained:
-        event.socket = in.id;
-        break;
-      case RecordKind::kData:
-        event.socket = in.id;
-        event.data = std::span<const char>(in.bytes.data(), in.bytes.size());
-        break;
-      default:
-        break;
     }
-  }
-  std::optional<Message> received;
-  if (message) {
-    received.emplace(*message->envelope);
-    event.message = &*received;
   }
 
   const bool lenient = !options.check_outputs || e.failed;
@@ -189,7 +122,7 @@ void Replay::Impl::deliver_next() {
     const HostScope door(host.get(), reactor);
     ReactorAccess::events(*reactor)++;
     try {
-      deliver_to(*reactor, event);
+      deliver_to(*reactor, input.event());
     } catch (const detail::AbortEvent&) {
       // A divergence: the host wrote it down.
     } catch (...) {
@@ -230,13 +163,13 @@ void Replay::Impl::deliver_next() {
       throw ReplayedFailure(ReactorFailure::Details{.reactor = log.header.actor,
                                                     .name = {},  // a recording does not keep it
                                                     .reactor_type = detail::type_name(typeid(*reactor)),
-                                                    .hook = hook_name(event.kind),
+                                                    .hook = hook_name(input.event().kind),
                                                     .exception_type = threw->type,
                                                     .what = threw->what},
                             e.index, e.failed_hook, e.failed_what);
     }
     throw_divergence(DivergenceKind::kFailure, "the hook returned",
-                     std::string(hook_name(event.kind)) + " threw" +
+                     std::string(hook_name(input.event().kind)) + " threw" +
                                                 (threw->type.empty() ? "" : " " + threw->type) + ": " + threw->what,
                      e);
   }
