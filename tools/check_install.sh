@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the release build into a temporary prefix and builds a tiny consumer against it, once
 # with find_package(reheap) and once with pkg-config, then runs both; then the same for a tiny
-# GoogleTest program on the test kit (reheap::testing, reheap-testing.pc).
+# GoogleTest program on the test kit (reheap::testing, reheap-testing.pc); then the same for the
+# README's programs as they are in examples/ (hello.cpp, readme/*.cpp), each built both ways and
+# run, and checks that README.md shows them as they are (tools/check_readme_examples.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
@@ -68,6 +70,17 @@ TEST(Kit, AskGetsTheAnswer) {
   EXPECT_EQ(reply->n, 42);
 }
 CPP
+# The README's programs, unchanged, against the install.
+cp examples/hello.cpp examples/readme/service.cpp examples/readme/snapshot.cpp \
+  examples/readme/replay_test.cpp "$prefix/consumer/"
+cat >> "$prefix/consumer/CMakeLists.txt" <<'CMAKE'
+foreach(example IN ITEMS hello service snapshot)
+  add_executable(${example} ${example}.cpp)
+  target_link_libraries(${example} PRIVATE reheap::runtime reheap::global_new)
+endforeach()
+add_executable(replay_test replay_test.cpp)
+target_link_libraries(replay_test PRIVATE reheap::runtime reheap::testing GTest::gtest_main)
+CMAKE
 cmake -S "$prefix/consumer" -B "$prefix/consumer/build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$prefix/usr" >/dev/null
 cmake --build "$prefix/consumer/build" | tail -20
@@ -86,3 +99,27 @@ PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgc
     pkg-config --cflags --libs reheap-testing gtest_main)
 "$prefix/consumer/kit_pc" >/dev/null
 echo "install: pkg-config reheap-testing consumer OK"
+
+# Runs the README's programs found in directory $1 (hello, service, snapshot and replay_test),
+# the snapshot saved by one process and restored by another.
+run_examples() {
+  "$1/hello" >/dev/null
+  "$1/service" >/dev/null
+  "$1/snapshot" save "$prefix/example.snap" >/dev/null
+  "$1/snapshot" restore "$prefix/example.snap" >/dev/null
+  rm -f "$prefix/example.snap"
+  "$1/replay_test" >/dev/null
+}
+run_examples "$prefix/consumer/build"
+echo "install: find_package(reheap) README examples OK"
+mkdir -p "$prefix/consumer/pc_examples"
+reheap_pc_path="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig"
+for example in hello service snapshot; do
+  c++ "$prefix/consumer/$example.cpp" -o "$prefix/consumer/pc_examples/$example" \
+    $(PKG_CONFIG_PATH="$reheap_pc_path" pkg-config --cflags --libs reheap)
+done
+c++ "$prefix/consumer/replay_test.cpp" -o "$prefix/consumer/pc_examples/replay_test" \
+  $(PKG_CONFIG_PATH="$reheap_pc_path" pkg-config --cflags --libs reheap-testing gtest_main)
+run_examples "$prefix/consumer/pc_examples"
+echo "install: pkg-config README examples OK"
+bash tools/check_readme_examples.sh .

@@ -71,10 +71,11 @@ struct SnapshotReader::Impl {
       // Its pages are an allocator of another layout (format.h): no conversion moves the blocks,
       // since every pointer to them would have to move too.
       fail(SnapshotErrc::kUnsupportedVersion, name,
-           "snapshot format version 1 (written by reheap before its class lanes were packed, stop 28) "
-           "is not supported by this build, which reads version " + std::to_string(kFormatVersion) +
-               ": its heap's blocks lie where this allocator no longer looks for them; restore it with the "
-               "build that wrote it");
+           "snapshot format version 1 is not supported: this build reads snapshot format version " +
+               std::to_string(kFormatVersion) + " only. Version 1 lays out the size-class lanes "
+               "differently, and no conversion can move a heap's blocks (every pointer to them would have "
+               "to move too); restore the file with a build of reheap that reads format version 1, such as "
+               "the program that saved it");
     }
     if (version != kFormatVersion) {
       fail(SnapshotErrc::kUnsupportedVersion, name,
