@@ -43,7 +43,7 @@ void AskSlot::close() noexcept {
 
 bool AskSlot::wait(std::chrono::nanoseconds timeout) {
   // An answer usually comes within the spin: waiting for it awake saves the futex sleep and the
-  // wake-up, which cost more than the spin in the VMs measured (README, "ask").
+  // wake-up, which cost more than the spin in the VMs measured (docs/benchmarks.md, "Ask").
   const auto start = std::chrono::steady_clock::now();
   const auto spin_until = start + std::min(timeout, std::chrono::nanoseconds(kSpin));
   while (!settled_.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < spin_until) {

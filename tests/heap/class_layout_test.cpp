@@ -2,7 +2,7 @@
 // blocks share one 2 MiB region, so an idle heap costs one page-table page; a class that keeps
 // growing carves the rest of each chunk's share in one range, so that many blocks of one size
 // lie packed in few 2 MiB regions (a hash table's nodes, reached at random, then take shorter
-// page-table walks on TLB misses: tools/bench/lane_locality, seed 003 in README.md).
+// page-table walks on TLB misses: tools/bench/lane_locality, seed 003 in docs/benchmarks.md).
 #include <gtest/gtest.h>
 
 #include <cstddef>

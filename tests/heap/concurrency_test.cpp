@@ -56,7 +56,7 @@ TEST(Concurrency, ACurrentHeapIsPerThread) {
   std::optional<std::thread> other;
   {
     // std::thread allocates its state with `new` here and frees it on the new thread, so it must
-    // not be created while a heap is current (see README, "Rules").
+    // not be created while a heap is current (see docs/heap.md, "Rules").
     reheap::HeapScope none(nullptr);
     other.emplace(body);
   }

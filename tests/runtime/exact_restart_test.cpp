@@ -344,7 +344,7 @@ TEST(ExactRestart, AReactorThatIsNotDeterministicFallsBackToItsSnapshotAndSaysSo
   EXPECT_NE(reports[1].restart.find("losing the events"), std::string::npos) << to_string(reports[1]);
 }
 
-// An unrecorded reactor restarts from its snapshot, as it always did, and the report says why.
+// An unrecorded reactor restarts from its snapshot, and the report says why.
 TEST(ExactRestart, AnUnrecordedReactorRestartsFromItsSnapshotAndTheReportSaysWhy) {
   Fixture f;
   SpawnOptions o;

@@ -1,7 +1,7 @@
 // A handler that grows a global container moves the container's buffer into the reactor's heap
 // (plain `new` in a hook allocates there). When the reactor stops, its heap goes with it, and the
 // global points into memory no heap owns. Checked builds report the next access naming the
-// destroyed heap, before any sanitizer's handler; release builds cannot (README, "Reactors").
+// destroyed heap, before any sanitizer's handler; release builds cannot (docs/runtime.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Write tracking across a process checkpoint (reheap/write_tracking.h): while suspended, no
 // userfaultfd is open and saves are full; after resume the first save is full, saying why, and
-// holds what was written while suspended; increments follow as before. A failed collect never
+// holds what was written while suspended; increments follow it. A failed collect never
 // produces an incomplete increment.
 #include <dirent.h>
 #include <sys/wait.h>

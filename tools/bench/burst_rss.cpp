@@ -1,5 +1,5 @@
-// burst_rss: does a runtime's RSS come back after a burst? (issue 14: "RSS after a burst returns
-// to within 10% of the live data within a second of idle")
+// burst_rss: does a runtime's RSS come back after a burst? (The goal: RSS after a burst returns
+// to within 10% of the live data within a second of idle.)
 //
 // One reactor, default RuntimeConfig, keeps a live set of 16 MiB (small objects and page runs),
 // then, for each kind of burst, allocates 256 MiB of that kind, writes every page, frees it all,

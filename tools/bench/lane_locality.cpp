@@ -5,10 +5,10 @@
 // 1M objects of 16 bytes (16 MiB, the node size of seed 003's unordered_set<int>) are allocated
 // from a reheap heap in order, and the same number of 16-byte slots are laid out packed in one
 // mapping. Each layout is read two ways, in the same random order: independent loads (a hash
-// table's bucket probes), and a chase of pointers stored in the objects (walking chains). Since
-// stop 28 the heap's lanes lie in 16 regions of 2 MiB (each chunk's first lane, then its other 31
-// in one range) against the packed layout's 8; before, a lane per 2 MiB put them in 256, and
-// each TLB miss walked more page-table pages (likely: this VM has no PMU to count the walks).
+// table's bucket probes), and a chase of pointers stored in the objects (walking chains). The
+// heap's lanes put them in 16 regions of 2 MiB (each chunk's first lane, then its other 31 in one
+// range) against the packed layout's 8; a layout of one lane per 2 MiB would put them in 256, and
+// each TLB miss would walk more page-table pages.
 #include <sys/mman.h>
 
 #include <algorithm>

@@ -436,7 +436,7 @@ if [[ ${#record_modes[@]} -gt 0 ]]; then
   echo "(the runs of one repetition are neighbours), median (min..max); 1.00x means free, 0.91x a"
   echo "10% loss. Log bytes: the .rlog files over the messages delivered (pingpong: 2 per round"
   echo "trip); \"all logs\" counts the sender's log (a digest record per send) and the receiver's (the"
-  echo "message with its payload); \"receiver\" the receiver's log alone. The target of issue 12 is"
+  echo "message with its payload); \"receiver\" the receiver's log alone. The recording's goal is"
   echo "at most payload + 16 bytes per message, and at most 10% cost on oneway and fanin."
 fi
 

@@ -1,5 +1,5 @@
 // replay_bench: how fast a recording replays against the run that recorded it, and how long a
-// seek takes on a large heap (issue 12, §6; README.md in this directory, "Replay benchmark").
+// seek takes on a large heap (README.md in this directory, "Replay benchmark").
 //
 // Part 1, replay speed. A Counter reactor on worker 0 of a 2-worker reheap::Runtime is recorded
 // (RecordingMode::kFile, outputs as digests); a Feeder on worker 1 sends it `--events` Items from

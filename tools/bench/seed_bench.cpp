@@ -77,7 +77,7 @@ reheap::Heap* g_shared_heap = nullptr;
 
 // What runs the plain-`new` lines: a fresh reheap heap made current (the shared one while
 // g_shared_heap is set), or nothing. `retain` false: the heap keeps no freed huge block (zone.h,
-// "Retention"), as before retention.
+// "Retention"): the cost of huge blocks without retention.
 struct AllocatorScope {
   explicit AllocatorScope([[maybe_unused]] bool retain = true) {
 #ifdef SEED_BENCH_REHEAP

@@ -1,8 +1,8 @@
 // The commands the gateway answers itself (PING, CLIENT, HELLO), against the real reheap-kv
 // binary (KV_SERVER_BINARY), byte for byte as redis-server 7.0 answers them: clients and their
 // tests compare these replies, errors included, so a near miss is a difference. And the two
-// multi-key commands the gateway cannot split over shards (README, "Multi-key commands across
-// shards"): MSETNX and RENAME refuse keys of different shards and change nothing.
+// multi-key commands the gateway cannot split over shards (examples/kv/README.md,
+// "Multi-key commands across shards"): MSETNX and RENAME refuse keys of different shards and change nothing.
 #include <gtest/gtest.h>
 
 #include <string>

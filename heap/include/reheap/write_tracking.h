@@ -6,7 +6,7 @@
 // (in the original process, or in the restored one) a fresh descriptor protects every range again
 // (resume). The writes made in between are unknown, so every Snapshotter that was tracking writes
 // its next snapshot in full (SnapshotInfo::fallback_reason says why) and increments after that
-// as before. Runtime::checkpoint_process does all of this at its barrier; a program checkpointing
+// one. Runtime::checkpoint_process does all of this at its barrier; a program checkpointing
 // itself without the runtime calls these two around the dump.
 //
 // Rules: call them with no snapshot being saved on any thread, suspend before resume, each once;

@@ -11,7 +11,7 @@
 // process (snapshot/restore). Configure the zone before the first heap is created, either with
 // Zone::configure() or the environment variables REHEAP_ZONE_BASE and REHEAP_ZONE_SIZE (hex or
 // decimal). The zone is never unmapped: it outlives every static object, so `delete` works at any
-// point of process exit (see README, "Heap lifetime").
+// point of process exit (see heap/README.md, "Heap lifetime").
 //
 // Stale pointers. Chunks a heap gives back (destroyed, or a huge block freed) wait in a
 // quarantine before another heap may take them, so that a pointer kept past its heap's life
@@ -46,7 +46,8 @@
 // Retention. A live heap that frees a huge block (more than 1 MiB) keeps its run of chunks,
 // pages committed, for its next huge block, instead of giving the pages back to the OS at once:
 // a vector or hash table that keeps growing and shrinking past 1 MiB then costs no madvise and no
-// page fault per cycle (each fault costs ~1.5 us a page here; seed 004's PostgreSQL lesson).
+// page fault per cycle (an allocator that gives the pages back faults in every page of every
+// cycle again: docs/benchmarks.md, seed 004).
 // A heap keeps at most RetainConfig::heap_bytes of such runs (Heap::set_retain_limit changes it
 // for one heap) and 8 runs; what it keeps counts in its committed bytes and limit, and a heap at
 // its limit gives it back before refusing an allocation. Which run a huge block gets depends on

@@ -35,8 +35,8 @@ using SocketId = std::uint64_t;
 // What Reactor::write did. `written`: the bytes were taken (sent, or queued to be sent).
 // `above_high_water`: the socket's queue of bytes the kernel has not taken yet is above its
 // high-water mark (Reactor::set_write_high_water): the reactor should stop producing output for
-// it (pause reading, say) until on_drained. Converts to `written`, so `if (!write(...))` reads
-// as it always did.
+// it (pause reading, say) until on_drained. Converts to `written`, so `if (!write(...))` asks
+// whether the bytes were taken.
 struct WriteResult {
   bool written = false;
   bool above_high_water = false;

@@ -29,7 +29,7 @@
 // makes no system call: the receiver goes on the worker's local ready list. A send to another
 // worker pushes the receiver on that worker's lock-free run queue and, only if the worker sleeps,
 // wakes it through an eventfd watched by uv_poll (one wake-up covers every message sent until the
-// worker runs; Debian's libuv 1.44 uv_async_send is slow when threads share a CPU).
+// worker runs).
 //
 // Threads: Runtime's member functions may be called from any thread that is not one of its
 // workers, unless noted (the blocking ones would deadlock there and throw std::logic_error).
@@ -78,13 +78,13 @@ enum class Placement : std::uint8_t { kLocality, kFixed };
 struct RuntimeConfig {
   int workers = 0;  // 0: the number of CPUs
   // Messages a reactor handles per turn before the worker moves to the next ready reactor. Each
-  // turn polls I/O once (an epoll_wait and clock reads, ~1-2 us here), so a streaming receiver
-  // pays that per batch: 256 measured 1.1-1.25x the rate of 64 on oneway and fanin, at up to
-  // ~15 us (256 small messages) between a busy reactor's I/O polls.
+  // turn polls I/O once (an epoll_wait and clock reads), so a streaming receiver pays that per
+  // batch: a larger batch raises its rate and lengthens the time between a busy reactor's I/O
+  // polls (docs/benchmarks.md, "Runtime settings").
   std::uint32_t batch = 256;
   // Before sleeping, a worker with no work polls its run queue this long (0: never spins).
-  // Spinning trades CPU for latency across threads: a cross-thread wake-up costs 25-50 us in the
-  // VMs we measure on, a spinning worker notices a message in well under 1 us. Pin the workers
+  // Spinning trades CPU for latency across threads: a sleeping worker must be woken (tens of
+  // microseconds on a VM), a spinning one notices a message in well under 1 us. Pin the workers
   // when spinning: unpinned, the scheduler may put two spinning workers on one CPU, where each
   // spin delays the other.
   std::chrono::microseconds spin{0};
@@ -190,8 +190,8 @@ class Runtime {
   // kNoSuchReactor, kMailboxFull, kShuttingDown, ...). A reply that does not decode as Reply
   // throws MessageError. The asker stops when ask returns: a later answer is refused
   // (kNoSuchReactor) and lost. Each call spawns and stops a reactor on the asked reactor's worker,
-  // and the calling thread spins up to 0.1 ms for the answer before it sleeps: ~21 us a call
-  // with an idle runtime (the worker's wake-up), for main, tests, tools and admin paths. A
+  // and the calling thread spins up to 0.1 ms for the answer before it sleeps: it is for main,
+  // tests, tools and admin paths, not a reactor's hot path (docs/benchmarks.md, "Ask"). A
   // reactor sends its request and handles the answer as a message instead; on a worker ask
   // throws std::logic_error.
   template <class Reply, class Request>
