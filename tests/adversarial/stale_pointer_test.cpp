@@ -129,6 +129,8 @@ TEST(StalePointer, AHeapCreatedLaterInTheSameChunkHasAnotherId) {
   EXPECT_GT(second->id() >> 32, first_id >> 32) << "a later generation";
 }
 
+// Release builds only: checked builds abort on these (StalePointerDeathTest, the heap misuse
+// tests).
 #if !defined(REHEAP_TEST_CHECKS)
 TEST(StalePointer, AStaleDeleteIntoTheCurrentHeapIsIgnoredAndTheHeapKeepsItsObjects) {
   HeapPtr old = Heap::create();
@@ -218,6 +220,7 @@ TEST(StalePointer, RestoreCyclesKeepTheQuarantineBookkeepingExact) {
       testing::ExitedWithCode(0), "");
 }
 
+// Checked builds only: release builds ignore these (the tests above).
 #if defined(REHEAP_TEST_CHECKS)
 class StalePointerDeathTest : public testsupport::CheckedDeathTest {};
 

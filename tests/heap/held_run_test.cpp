@@ -64,6 +64,7 @@ TEST(HeldRun, RunsLongerThan64PagesAreNotHeld) {
   heap->deallocate(keep);
 }
 
+// Release builds only: checked builds abort on it (MisuseDeathTest.DeletingAPageRunTwiceAborts).
 #if !defined(REHEAP_TEST_CHECKS)
 TEST(HeldRun, ReleaseBuildsIgnoreAndCountASecondFreeOfTheHeldRun) {
   HeapPtr heap = Heap::create();

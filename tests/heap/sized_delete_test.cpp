@@ -75,6 +75,7 @@ TEST(SizedDelete, ContainersFreeThroughIt) {
   EXPECT_EQ(heap->stats().live_blocks, 0u);
 }
 
+// Release builds only: checked builds abort instead (SizedDeleteDeathTest).
 #if !defined(REHEAP_TEST_CHECKS)
 TEST(SizedDelete, ABlockOfAnotherHeapIsIgnoredAndCountedInReleaseBuilds) {
   HeapPtr a = Heap::create();
@@ -92,6 +93,7 @@ TEST(SizedDelete, ABlockOfAnotherHeapIsIgnoredAndCountedInReleaseBuilds) {
 }
 #endif  // !defined(REHEAP_TEST_CHECKS)
 
+// Checked builds only: release builds ignore and count these frees.
 #if defined(REHEAP_TEST_CHECKS)
 class SizedDeleteDeathTest : public testsupport::CheckedDeathTest {};
 

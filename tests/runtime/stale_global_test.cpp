@@ -41,6 +41,7 @@ class GrowsAGlobalOutsideItsHeap : public Reactor {
   }
 };
 
+// Checked builds only: only they make a destroyed heap's chunk inaccessible.
 #if defined(REHEAP_TEST_CHECKS)
 class StaleGlobalDeathTest : public testsupport::CheckedDeathTest {};
 
