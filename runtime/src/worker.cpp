@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <system_error>
 
 #include "reheap/heap_scope.h"
+#include "idle_purge.h"
 #include "recording/fatal_signal.h"
 #include "reheap/zone.h"
 #include "runtime_impl.h"
@@ -29,7 +31,18 @@ void check_uv(int rc, const char* what) {
   }
 }
 
+// In milliseconds (idle_purge.h); relaxed: a timer started just before a change may use the old one.
+std::atomic<std::int64_t> g_idle_purge_delay_ms{kDefaultIdlePurgeDelay.count()};
+
 }  // namespace
+
+std::chrono::milliseconds idle_purge_delay() noexcept {
+  return std::chrono::milliseconds(g_idle_purge_delay_ms.load(std::memory_order_relaxed));
+}
+
+std::chrono::milliseconds set_idle_purge_delay(std::chrono::milliseconds delay) noexcept {
+  return std::chrono::milliseconds(g_idle_purge_delay_ms.exchange(delay.count(), std::memory_order_relaxed));
+}
 
 
 Worker::Worker(RuntimeImpl& runtime, int index) : runtime_(runtime), index_(index) {
@@ -205,7 +218,8 @@ void Worker::on_prepare(uv_prepare_t* handle) {
   }
   if (w->ran_cells_ && (!w->cells_.empty() || reheap::Zone::heap_cache_bytes() != 0)) {
     w->ran_cells_ = false;
-    uv_timer_start(&w->purge_timer_, &Worker::on_purge, kPurgeAfterIdleMs, 0);
+    const auto delay = static_cast<std::uint64_t>(idle_purge_delay().count());
+    uv_timer_start(&w->purge_timer_, &Worker::on_purge, delay, 0);
   }
   w->sleeping_.store(true, std::memory_order_seq_cst);
   if (w->work_queued()) {

@@ -234,11 +234,10 @@ class Worker {
   uv_idle_t idle_{};
   uv_prepare_t prepare_{};
   uv_check_t check_{};
-  // Purges once the worker has slept this long after running reactors (on_purge): restarted each
-  // time it goes to sleep after a turn that ran one (ran_cells_), and left alone by a wake-up that
-  // ran none (a monitor's Runtime::stats, a command), which would otherwise keep it from firing
-  // and, once it had, make it fire again for nothing.
-  static constexpr std::uint64_t kPurgeAfterIdleMs = 500;
+  // Purges once the worker has slept idle_purge_delay() (idle_purge.h) after running reactors
+  // (on_purge): restarted each time it goes to sleep after a turn that ran one (ran_cells_), and
+  // left alone by a wake-up that ran none (a monitor's Runtime::stats, a command), which would
+  // otherwise keep it from firing and, once it had, make it fire again for nothing.
   uv_timer_t purge_timer_{};
   bool ran_cells_ = false;  // since purge_timer_ was last started
   // Recorded reactors whose logs wait to be written (queue_recording_flush), by reference, for

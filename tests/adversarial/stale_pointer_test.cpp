@@ -26,7 +26,6 @@
 namespace reheap {
 namespace {
 
-using testsupport::kChecked;
 using testsupport::launder;
 
 // Sets the quarantine's length for a scope.
@@ -130,8 +129,10 @@ TEST(StalePointer, AHeapCreatedLaterInTheSameChunkHasAnotherId) {
   EXPECT_GT(second->id() >> 32, first_id >> 32) << "a later generation";
 }
 
+// Release builds only: checked builds abort on these (StalePointerDeathTest, the heap misuse
+// tests).
+#if !defined(REHEAP_TEST_CHECKS)
 TEST(StalePointer, AStaleDeleteIntoTheCurrentHeapIsIgnoredAndTheHeapKeepsItsObjects) {
-  if (kChecked) GTEST_SKIP() << "checked builds abort instead (StalePointerDeathTest)";
   HeapPtr old = Heap::create();
   void* stale = old->allocate(64);
   old.reset();
@@ -158,7 +159,6 @@ TEST(StalePointer, AStaleDeleteIntoTheCurrentHeapIsIgnoredAndTheHeapKeepsItsObje
 }
 
 TEST(StalePointer, AWriteThroughAStalePointerLandsInNoLiveHeap) {
-  if (kChecked) GTEST_SKIP() << "checked builds make the chunk inaccessible (StalePointerDeathTest)";
   HeapPtr old = Heap::create();
   auto* stale = static_cast<unsigned char*>(old->allocate(4096));
   old.reset();
@@ -169,7 +169,6 @@ TEST(StalePointer, AWriteThroughAStalePointerLandsInNoLiveHeap) {
 }
 
 TEST(StalePointer, ReleaseBuildsIgnoreFreeingTheLastFreedBlockAgain) {
-  if (kChecked) GTEST_SKIP() << "checked builds abort on every double free (heap misuse tests)";
   HeapPtr heap = Heap::create();
   void* p = heap->allocate(64);
   heap->deallocate(p);
@@ -183,6 +182,7 @@ TEST(StalePointer, ReleaseBuildsIgnoreFreeingTheLastFreedBlockAgain) {
 
 // Restores take quarantined chunks back, which leaves their entries in the quarantine's ring;
 // a long run of destroy/restore cycles must not overflow the ring or lose a waiting chunk. Runs
+#endif  // !defined(REHEAP_TEST_CHECKS)
 // in a child process with a small zone (1024 chunks: a ring of 1024 entries, 128 waiting).
 TEST(StalePointer, RestoreCyclesKeepTheQuarantineBookkeepingExact) {
   testing::FLAGS_gtest_death_test_style = "threadsafe";
@@ -220,6 +220,8 @@ TEST(StalePointer, RestoreCyclesKeepTheQuarantineBookkeepingExact) {
       testing::ExitedWithCode(0), "");
 }
 
+// Checked builds only: release builds ignore these (the tests above).
+#if defined(REHEAP_TEST_CHECKS)
 class StalePointerDeathTest : public testsupport::CheckedDeathTest {};
 
 TEST_F(StalePointerDeathTest, ADeleteThroughAStalePointerNamesTheDestroyedHeap) {
@@ -249,5 +251,6 @@ TEST_F(StalePointerDeathTest, AWriteThroughAStalePointerIsReportedNamingTheDestr
   EXPECT_DEATH({ stale[5] = 1; }, "through a stale pointer: the address belongs to heap");
 }
 
+#endif  // defined(REHEAP_TEST_CHECKS)
 }  // namespace
 }  // namespace reheap

@@ -1,11 +1,15 @@
 // BriefLock (reheap/brief_lock.h): mutual exclusion under contention, and a thread that had to
 // sleep is woken when the holder leaves.
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,6 +18,20 @@
 namespace {
 
 using reheap::BriefLock;
+
+// Whether thread `tid` of this process sleeps in a futex wait within `timeout`: the first field of
+// /proc/self/task/<tid>/syscall is the number of the system call it is blocked in.
+bool sleeps_in_futex(pid_t tid, std::chrono::seconds timeout) {
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/syscall";
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::ifstream in(path);
+    long number = -1;
+    if ((in >> number) && number == SYS_futex) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
 
 TEST(BriefLock, ExcludesUnderContention) {
   BriefLock lock;
@@ -59,9 +77,11 @@ TEST(BriefLock, WakesSleepersWhenTheHolderLeaves) {
   std::atomic<int> overlapped{0};
   lock.lock();
   held = true;
+  std::atomic<pid_t> ids[3] = {0, 0, 0};
   std::vector<std::thread> waiters;
   for (int t = 0; t < 3; ++t) {
-    waiters.emplace_back([&] {
+    waiters.emplace_back([&, t] {
+      ids[t] = static_cast<pid_t>(::syscall(SYS_gettid));
       lock.lock();
       if (held.exchange(true)) overlapped.fetch_add(1);
       entered.fetch_add(1);
@@ -70,7 +90,12 @@ TEST(BriefLock, WakesSleepersWhenTheHolderLeaves) {
       lock.unlock();
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Every waiter spins, then sleeps on the futex; the holder stays until all three sleep.
+  for (std::atomic<pid_t>& id : ids) {
+    while (id.load() == 0) std::this_thread::yield();  // set before the thread's first lock()
+    EXPECT_TRUE(sleeps_in_futex(id.load(), std::chrono::seconds(30)))
+        << "waiter " << id.load() << " never went to sleep on the lock";
+  }
   EXPECT_EQ(entered.load(), 0);
   held = false;
   lock.unlock();

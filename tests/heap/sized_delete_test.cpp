@@ -18,7 +18,6 @@
 namespace reheap {
 namespace {
 
-using testsupport::kChecked;
 using testsupport::launder;
 
 TEST(SizedDelete, ABlockOfEveryClassGoesBackToItsClass) {
@@ -76,8 +75,9 @@ TEST(SizedDelete, ContainersFreeThroughIt) {
   EXPECT_EQ(heap->stats().live_blocks, 0u);
 }
 
+// Release builds only: checked builds abort instead (SizedDeleteDeathTest).
+#if !defined(REHEAP_TEST_CHECKS)
 TEST(SizedDelete, ABlockOfAnotherHeapIsIgnoredAndCountedInReleaseBuilds) {
-  if (kChecked) GTEST_SKIP() << "checked builds abort instead (SizedDeleteDeathTest)";
   HeapPtr a = Heap::create();
   HeapPtr b = Heap::create();
   void* p = a->allocate(64);
@@ -91,7 +91,10 @@ TEST(SizedDelete, ABlockOfAnotherHeapIsIgnoredAndCountedInReleaseBuilds) {
   EXPECT_EQ(b->stats().live_blocks, 0u);
   a->deallocate(p);
 }
+#endif  // !defined(REHEAP_TEST_CHECKS)
 
+// Checked builds only: release builds ignore and count these frees.
+#if defined(REHEAP_TEST_CHECKS)
 class SizedDeleteDeathTest : public testsupport::CheckedDeathTest {};
 
 TEST_F(SizedDeleteDeathTest, DeletingABlockTwiceAborts) {
@@ -132,5 +135,6 @@ TEST_F(SizedDeleteDeathTest, DeletingABlockWhileAnotherHeapIsCurrentAborts) {
       "");
 }
 
+#endif  // defined(REHEAP_TEST_CHECKS)
 }  // namespace
 }  // namespace reheap

@@ -28,10 +28,12 @@ using reheap::detail::os::WriteTracker;
 const std::uintptr_t kPage = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
 constexpr std::uintptr_t kPageTableSpan = std::uintptr_t{2} << 20;  // one page table maps 2 MiB
 
-#define SKIP_UNLESS_AVAILABLE()                                \
-  do {                                                         \
-    std::string why_;                                          \
-    if (!WriteTracker::available(&why_)) GTEST_SKIP() << why_; \
+#define SKIP_UNLESS_AVAILABLE()                                                               \
+  do {                                                                                        \
+    std::string why_;                                                                         \
+    if (!WriteTracker::available(&why_)) {                                                    \
+      GTEST_SKIP() << "this machine cannot track writes: " << why_;                           \
+    }                                                                                         \
   } while (false)
 
 // A fresh anonymous private mapping, aligned to 2 MiB (so that page-table boundaries are known),
@@ -132,7 +134,7 @@ TEST(WriteTracker, NamesItsMechanismAndWhyItIsUnavailable) {
   std::string why;
   if (!WriteTracker::available(&why)) {
     EXPECT_FALSE(why.empty());
-    GTEST_SKIP() << why;
+    GTEST_SKIP() << "this machine cannot track writes: " << why;
   }
   EXPECT_TRUE(why.empty());
 }

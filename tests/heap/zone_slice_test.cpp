@@ -62,7 +62,7 @@ std::size_t first_chunk(const Heap& heap) { return static_cast<std::size_t>((hea
 
 TEST(ZoneSliceDeathTest, ANodesHeapsFillItsSliceFromTheWindowWrapAroundThenSpill) {
   if (std::getenv("REHEAP_ZONE_BASE") != nullptr || std::getenv("REHEAP_ZONE_SIZE") != nullptr) {
-    GTEST_SKIP() << "the environment configures the zone";
+    GTEST_SKIP() << "this run configures the zone (REHEAP_ZONE_BASE or REHEAP_ZONE_SIZE is set)";
   }
   testing::FLAGS_gtest_death_test_style = "threadsafe";
   EXPECT_EXIT(fill_node_fives_slice_and_exit(), testing::ExitedWithCode(0), "");

@@ -133,7 +133,7 @@ TEST_F(ServiceSnapshot, RestoresAndRunsInARebuildWhoseFunctionsHaveOtherCode) {
 }
 
 TEST_F(ServiceSnapshot, RestoresInTheSameServiceStartedAgainWithASLROn) {
-  if (!aslr_on()) GTEST_SKIP() << "ASLR is off on this machine";
+  if (!aslr_on()) GTEST_SKIP() << "this machine has ASLR off (kernel.randomize_va_space = 0)";
   const Ran restored = run(RELOC_SERVICE, "restore " + dir_.string());
   ASSERT_EQ(restored.status, 0) << restored.output;
   EXPECT_EQ(restored.output.rfind("OK ", 0), 0u) << restored.output;

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -23,6 +25,7 @@
 #include "reheap/simulated_checkpoint.h"
 #include "reheap/write_tracking.h"
 #include "runtime_support.h"
+#include "write_tracking_support.h"
 
 // A namespace of its own: the handler table keys messages by type name, and other files of this
 // binary have a Tick or a Collector of their own.
@@ -158,7 +161,7 @@ class Writer : public Reactor {
 };
 
 TEST(ProcessCheckpoint, TheUserfaultfdIsClosedForTheDumpAndTheNextSnapshotIsFull) {
-  if (std::string why; !write_tracking_available(&why)) GTEST_SKIP() << "no write tracking here: " << why;
+  REQUIRE_WRITE_TRACKING();
   TempDir dir;
   Runtime rt(RuntimeConfig{.workers = 2});
   const ActorRef r = rt.spawn<Writer>();
@@ -432,7 +435,7 @@ TEST(Criu, DetectionAnswersWithOneSentence) {
 // (killed by the dump), and is restored as this process's child; the restored listener answers.
 TEST(Criu, DumpsAndRestoresARunningRuntime) {
   const CheckpointSupport support = criu_engine()->support();
-  if (!support.available) GTEST_SKIP() << support.reason;
+  if (!support.available) GTEST_SKIP() << "this machine cannot run CRIU: " << support.reason;
   TempDir dir;
   int ports[2];
   ASSERT_EQ(::pipe(ports), 0);
@@ -465,7 +468,14 @@ TEST(Criu, DumpsAndRestoresARunningRuntime) {
   ::close(ports[0]);
   int status = 0;
   ::waitpid(child, &status, 0);
-  if (got != sizeof p) GTEST_SKIP() << "the dump did not complete (see " << dir.path() << "/dump.log)";
+  // CRIU is usable here (support() said so), so a dump that did not complete is a failure.
+  if (got != sizeof p) {
+    std::ifstream dump_log(dir / "dump.log");
+    const std::string text((std::istreambuf_iterator<char>(dump_log)),
+                           std::istreambuf_iterator<char>());
+    FAIL() << "the dump did not complete (the child's wait status: " << status << "); dump.log:\n"
+           << text;
+  }
   const pid_t restored = restore_process(dir.path());
   ASSERT_GT(restored, 0);
   const int fd = connect_to(p);

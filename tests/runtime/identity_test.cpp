@@ -231,8 +231,9 @@ TEST(ActorRefLayout, AReactorOfOneRuntimeRestoresIntoAnotherOfTheProcessNextToIt
   EXPECT_FALSE(a.alive(saved));
 }
 
+// Not in sanitizer builds: 65,535 spawns take minutes there.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 TEST(ActorRefLayout, ASlotWhoseGenerationsAreSpentRetiresInsteadOfRepeatingOne) {
-  if (rttest::kSanitized) GTEST_SKIP() << "65,535 spawns take minutes under a sanitizer";
   Runtime rt(RuntimeConfig{.workers = 1});
   // With one free slot, that slot churns. It may start past generation 1: generations are
   // claimed process-wide, and other tests of this process may have used it.
@@ -259,6 +260,7 @@ TEST(ActorRefLayout, ASlotWhoseGenerationsAreSpentRetiresInsteadOfRepeatingOne) 
   const ActorRef elsewhere = other.spawn<Echo>(0u);
   EXPECT_NE(elsewhere.slot(), slot) << "generation " << elsewhere.generation();
 }
+#endif  // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 
 // ---- other processes -------------------------------------------------------------------------
 
@@ -426,7 +428,7 @@ int node_restore(const std::vector<std::string>& args) {
 const rttest::RegisterHelper kNodeRestore("node-restore", &node_restore);
 
 TEST(NodeIdentityAcrossProcesses, ThreeNodesRestoreEachOthersReactorsAfterSpawningTheirOwn) {
-  if (!rttest::aslr_state().off) GTEST_SKIP() << "ASLR is on: " << rttest::aslr_state().why;
+  REQUIRE_ASLR_OFF(rttest::aslr_state().off, rttest::aslr_state().why);
   TempDir dir;
   const std::string state = (dir / "state").string();
   const std::vector<std::string> nodes = {"1", "2", "3"};

@@ -15,7 +15,9 @@ int main(int argc, char** argv) {
   const int helper_status = reheap::rttest::run_helper_mode(argc, argv);
   if (helper_status >= 0) return helper_status;
   if (!aslr.off) {
-    std::fprintf(stderr, "warning: ASLR is on (%s); cross-process restore tests skip\n",
+    std::fprintf(stderr,
+                 "warning: ASLR is on (%s); cross-process restore tests fail, or skip where the "
+                 "machine forbids personality(ADDR_NO_RANDOMIZE)\n",
                  aslr.why.c_str());
   }
   testing::InitGoogleTest(&argc, argv);

@@ -107,7 +107,7 @@ int restart_service(const std::vector<std::string>& args) {
 const rttest::RegisterHelper kRestartService("restart-service", &restart_service);
 
 TEST(RestartedService, RestoresItsSnapshotAfterSpawningReactorsAtEveryStart) {
-  if (!rttest::aslr_state().off) GTEST_SKIP() << "ASLR is on: " << rttest::aslr_state().why;
+  REQUIRE_ASLR_OFF(rttest::aslr_state().off, rttest::aslr_state().why);
   TempDir dir;
   const std::string state = (dir / "state").string();
   const std::string file = (dir / "journal.snap").string();

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "idle_purge.h"
 #include "reheap/runtime.h"
 #include "reheap/zone.h"
 #include "runtime_support.h"
@@ -149,20 +150,36 @@ bool purges_reach(Runtime& rt, std::uint64_t n) {
   return rt.stats().idle_purges >= n;
 }
 
+// Sets how long an idle worker waits before it purges (runtime/src/idle_purge.h) for a scope.
+class IdlePurgeDelay {
+ public:
+  explicit IdlePurgeDelay(std::chrono::milliseconds delay)
+      : before_(detail::set_idle_purge_delay(delay)) {}
+  IdlePurgeDelay(const IdlePurgeDelay&) = delete;
+  IdlePurgeDelay& operator=(const IdlePurgeDelay&) = delete;
+  ~IdlePurgeDelay() { detail::set_idle_purge_delay(before_); }
+
+ private:
+  std::chrono::milliseconds before_;
+};
+
 // A purge finds nothing new to give back until the reactors run again, so the worker purges once
 // per idle spell: a monitor that keeps waking an idle runtime does not make it purge over and over.
 TEST(RetentionRuntime, AWorkerPurgesOncePerIdleSpellNotAtEveryWakeUp) {
+  // The worker purges 20 ms into an idle spell here, and the monitor below wakes it every 60 ms:
+  // a purge that a wake-up running nothing brought about would come between two wake-ups, while
+  // the monitor polls, instead of half a second after the last.
+  const IdlePurgeDelay short_delay(std::chrono::milliseconds(20));
   Runtime rt(RuntimeConfig{.workers = 1});
   Probe done;
   const ActorRef r = rt.spawn<SmallBurst>(&done);
   ASSERT_TRUE(done.wait_for(1));
   ASSERT_TRUE(rt.wait_idle());
-  ASSERT_TRUE(purges_reach(rt, 1)) << "no purge half a second after the reactor ran";
-  for (int i = 0; i < 12; ++i) {  // woken every 100 ms for 1.2 s, with nothing to run
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(purges_reach(rt, 1)) << "no purge after the reactor ran";
+  for (int i = 0; i < 10; ++i) {  // woken every 60 ms, with nothing to run
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
     static_cast<void>(rt.stats(r));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
   EXPECT_EQ(rt.stats().idle_purges, 1u) << "purged again without any reactor having run";
   ASSERT_EQ(rt.send(r, Again{}), SendResult::kOk);
   ASSERT_TRUE(done.wait_for(2));

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "aslr_support.h"
 #include "reheap/heap_scope.h"
 
 extern char** environ;
@@ -201,7 +202,7 @@ class TempDir {
 // ---- helper modes: this binary as the other process of a test --------------------------------
 
 // Set by main(): whether this process runs with ASLR off, as the cross-process tests need; when it
-// is not, `why` says why and those tests skip.
+// is not, `why` says why, and those tests fail or skip as REQUIRE_ASLR_OFF (aslr_support.h) says.
 struct AslrState {
   bool off = false;
   std::string why;

@@ -103,7 +103,7 @@ TEST(Shutdown, AnIdleRuntimeWithListenersShutsDownWithoutWaitingForTheDrainTimeo
       rt.spawn<IdleListener>(options, ports.back().get());
     }
     for (auto& port : ports) ASSERT_TRUE(port->wait_for(1));
-    std::this_thread::sleep_for(100ms);  // every worker asleep in its loop
+    ASSERT_TRUE(rt.wait_idle());  // nothing to run: the workers go to sleep in their loops
     const auto start = Clock::now();
     rt.shutdown();
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);

@@ -454,12 +454,12 @@ int full_disk_request(const std::vector<std::string>& args) {
 const rttest::RegisterHelper kFullDiskRequest("full-disk-request", &full_disk_request);
 
 TEST(SnapshotRequest, AFullDiskIsAnAnswerWithNoSpace) {
-  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root, and this test is not root";
   TempDir dir;
   std::filesystem::create_directory(dir / "tiny");
   const rttest::ChildResult child = rttest::run_helper("full-disk-request", {(dir / "tiny").string()});
   if (WIFEXITED(child.wait_status) && WEXITSTATUS(child.wait_status) == 77) {
-    GTEST_SKIP() << child.output;
+    GTEST_SKIP() << "this machine does not let root mount a private tmpfs: " << child.output;
   }
   EXPECT_TRUE(child.succeeded()) << child.describe();
 }

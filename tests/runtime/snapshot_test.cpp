@@ -223,7 +223,7 @@ class SnapshotTest : public testing::Test {
 };
 
 TEST_F(SnapshotTest, ALiveReactorSnapshottedHereIsRestoredInANewProcessAndKeepsWorking) {
-  if (!rttest::aslr_state().off) GTEST_SKIP() << "ASLR is on: " << rttest::aslr_state().why;
+  REQUIRE_ASLR_OFF(rttest::aslr_state().off, rttest::aslr_state().why);
   SpawnOptions on0;
   on0.worker = 0;
   SpawnOptions on1;

@@ -16,6 +16,7 @@
 #include "cases.h"
 #include "reheap/snapshot.h"
 #include "support.h"
+#include "write_tracking_support.h"
 
 namespace reheap::snaptest {
 namespace {
@@ -32,9 +33,7 @@ class SaveOverAncestor : public ::testing::Test {
     heap_ = Heap::create();
     build_in(*heap_, gens(), 17);
     snapshotter_ = std::make_unique<Snapshotter>(*heap_);
-    if (snapshotter_->tracking().rfind("none", 0) == 0) {
-      GTEST_SKIP() << "no increments without write tracking: " << snapshotter_->tracking();
-    }
+    REQUIRE_TRACKING_BY(*snapshotter_);
     fs::create_symlink(dir_.path(), dir_ / "link");
     for (std::size_t g = 0; g < 3; ++g) save_generation(g);
   }

@@ -25,14 +25,18 @@ TEST(SnapshotAslr, TestProcessKnowsWhetherItRunsWithoutAslr) {
 }
 
 TEST(SnapshotAslr, ProcessStartedWithAslrReexecutesWithoutIt) {
-  if (!randomisation_on_system_wide()) GTEST_SKIP() << "ASLR is off system-wide";
+  if (!randomisation_on_system_wide()) {
+    GTEST_SKIP() << "this machine has ASLR off system-wide (kernel.randomize_va_space = 0)";
+  }
   const ChildResult child = run_self({"--aslr-report"}, {.randomize = true});
   ASSERT_TRUE(child.succeeded()) << child.describe();
   EXPECT_EQ(child.output.rfind("aslr_off=1 disabled=1 marker=0", 0), 0u) << child.output;
 }
 
 TEST(SnapshotAslr, StaleMarkerWithAslrOnIsReportedNotTrusted) {
-  if (!randomisation_on_system_wide()) GTEST_SKIP() << "ASLR is off system-wide";
+  if (!randomisation_on_system_wide()) {
+    GTEST_SKIP() << "this machine has ASLR off system-wide (kernel.randomize_va_space = 0)";
+  }
   const ChildResult child = run_self({"--aslr-report"},
                                      {.randomize = true, .extra_env = {"REHEAP_ASLR_REEXEC=1"}});
   ASSERT_TRUE(child.succeeded()) << child.describe();

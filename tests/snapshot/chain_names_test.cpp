@@ -17,6 +17,7 @@
 #include "reheap/snapshot.h"
 #include "support.h"
 #include "tool_runner.h"
+#include "write_tracking_support.h"
 
 namespace reheap {
 namespace {
@@ -103,7 +104,9 @@ class ChainNames : public ::testing::Test {
 
 #define REQUIRE_CHAIN(...)                                                                  \
   do {                                                                                      \
-    if (!save_chain(__VA_ARGS__)) GTEST_SKIP() << "no write tracking: " << snapshotter_->tracking(); \
+    REQUIRE_WRITE_TRACKING();                                                               \
+    ASSERT_TRUE(save_chain(__VA_ARGS__))                                                    \
+        << "an increment was saved in full: " << snapshotter_->tracking();                  \
   } while (false)
 
 #ifdef REHEAP_SNAP_PATH

@@ -42,7 +42,7 @@ bool wait_ready(Child& child, std::string& output) {
 }
 
 TEST(SnapshotCrash, KilledWhileSavingLeavesACompleteOldOrNewFile) {
-  SKIP_UNLESS_LAYOUT_STABLE();
+  REQUIRE_LAYOUT_STABLE();
   TempDir dir;
   const auto file = dir / "state.snap";
   const int kills = kSlowBuild ? 15 : 40;

@@ -21,6 +21,7 @@
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
 #include "support.h"
+#include "write_tracking_support.h"
 
 namespace reheap::snaptest {
 namespace {
@@ -114,9 +115,7 @@ TEST(SnapshotIncrement, IncrementHoldsOnlyTheChangedPages) {
   HeapPtr heap = Heap::create();
   build_in(*heap, find_case("unordered"), 2);
   Snapshotter snapshotter(*heap);
-  if (snapshotter.tracking().rfind("none", 0) == 0) {
-    GTEST_SKIP() << "no write tracking here: " << snapshotter.tracking();
-  }
+  REQUIRE_TRACKING_BY(snapshotter);
   const SnapshotInfo full = snapshotter.save(dir / "full.snap");
   const SnapshotInfo idle = snapshotter.save_increment(dir / "idle.snap");
   EXPECT_EQ(idle.kind, SnapshotKind::kIncremental);
@@ -132,7 +131,7 @@ TEST(SnapshotIncrement, IncrementHoldsOnlyTheChangedPages) {
 }
 
 TEST(SnapshotIncrement, ChainOfManyGenerationsRestoresInAnotherProcess) {
-  SKIP_UNLESS_LAYOUT_STABLE();
+  REQUIRE_LAYOUT_STABLE();
   Chain chain;
   const std::vector<std::size_t> checks = {1, 2, 10, kGenerations / 2, kGenerations};
   chain.build(kGenerations, [&](std::size_t g) {
@@ -319,11 +318,12 @@ TEST(SnapshotIncrement, AttachRefusesAFileWhoseStateTheHeapDoesNotHold) {
 }
 
 TEST(SnapshotIncrement, ChainContinuesInAnotherProcessAndBack) {
-  SKIP_UNLESS_LAYOUT_STABLE();
+  REQUIRE_LAYOUT_STABLE();
   const Case& c = find_case("gens");
   Chain chain;
   chain.build(3);
-  if (!chain.tracking) GTEST_SKIP() << "no write tracking here: " << chain.tracking_text;
+  REQUIRE_WRITE_TRACKING();
+  ASSERT_TRUE(chain.tracking) << "no write tracking on a machine that can: " << chain.tracking_text;
   std::uint64_t d4 = 0;
   {
     HeapPtr heap = restore(chain.files[3]);
@@ -382,7 +382,8 @@ TEST(SnapshotIncrement, IncrementInAnotherDirectoryFindsItsParent) {
 TEST(SnapshotIncrement, CorruptFileInsideTheChainIsRefused) {
   Chain chain;
   chain.build(4);
-  if (!chain.tracking) GTEST_SKIP() << "no increments without write tracking: " << chain.tracking_text;
+  REQUIRE_WRITE_TRACKING();
+  ASSERT_TRUE(chain.tracking) << "no write tracking on a machine that can: " << chain.tracking_text;
   const ZoneUse before = zone_use();
   std::vector<unsigned char> bytes = read_bytes(chain.files[2]);
   bytes[bytes.size() / 2] ^= 0x10;  // in a page's data, far from the header and trailer
@@ -410,9 +411,9 @@ TEST(SnapshotIncrement, IncrementFromAByteSourceIsRefused) {
     snapshotter.save(dir / "base.snap");
     mutate_in(*heap, c, 1);
     VectorSink sink(bytes);
-    if (snapshotter.write_increment(sink, "base.snap").kind != SnapshotKind::kIncremental) {
-      GTEST_SKIP() << "no increments without write tracking";
-    }
+    REQUIRE_WRITE_TRACKING();
+    const SnapshotInfo info = snapshotter.write_increment(sink, "base.snap");
+    ASSERT_EQ(info.kind, SnapshotKind::kIncremental) << info.fallback_reason;
   }
   const ZoneUse before = zone_use();
   MemorySource source(bytes.data(), bytes.size());
@@ -423,7 +424,7 @@ TEST(SnapshotIncrement, IncrementFromAByteSourceIsRefused) {
 }
 
 TEST(SnapshotIncrement, CompactNeedsNoZone) {
-  SKIP_UNLESS_LAYOUT_STABLE();
+  REQUIRE_LAYOUT_STABLE();
   TempDir dir;
   const ChildResult child = run_self({"--save-helper", "graph", (dir / "g.snap").string(), "63"});
   ASSERT_TRUE(child.succeeded()) << child.describe();

@@ -11,6 +11,7 @@
 #include "reheap/heap_digest.h"
 #include "reheap/snapshot.h"
 #include "support.h"
+#include "write_tracking_support.h"
 
 namespace reheap::snaptest::lane_purge {
 namespace {
@@ -74,9 +75,7 @@ TEST(LanePurgeSnapshot, AnIncrementAfterAPurgeRestoresThePurgedHeap) {
   HeapPtr heap = Heap::create();
   live_after_freed_burst(*heap);
   Snapshotter snapshotter(*heap);
-  if (snapshotter.tracking().rfind("none", 0) == 0) {
-    GTEST_SKIP() << "no write tracking here: " << snapshotter.tracking();
-  }
+  REQUIRE_TRACKING_BY(snapshotter);
   snapshotter.save(dir / "full.snap");
   ASSERT_GT(heap->purge_free_lanes(), 12 * MiB);
   const SnapshotInfo inc = snapshotter.save_increment(dir / "inc.snap");

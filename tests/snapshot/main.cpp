@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
 
   if (!aslr_off) {
     std::fprintf(stderr,
-                 "warning: ASLR is on (%s); tests that restore a heap in another process skip\n",
+                 "warning: ASLR is on (%s); tests that restore a heap in another process fail, or "
+                 "skip where the machine forbids personality(ADDR_NO_RANDOMIZE)\n",
                  why.c_str());
   }
   testing::InitGoogleTest(&argc, argv);

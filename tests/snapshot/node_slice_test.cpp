@@ -71,7 +71,7 @@ TEST(NodeSlice, NewHeapsStartInTheNodesSliceAtTheIncarnationsWindow) {
 }
 
 TEST(NodeSlice, ASnapshotOfAnotherNodeRestoresAfterThisProcessCreatedHeaps) {
-  SKIP_UNLESS_LAYOUT_STABLE();
+  REQUIRE_LAYOUT_STABLE();
   const Case& c = find_case("huge");
   // This process first creates heaps of its own (the situation that used to fail: every process
   // began at chunk 0)...
@@ -118,36 +118,6 @@ TEST(NodeSlice, ARestoreAfterCreatingHeapsInTheSameProcessTakesBackItsChunks) {
   EXPECT_EQ(back->id(), id);
   EXPECT_EQ(digest_of(*back, c), digest);
 }
-
-// Restores the quarantine's length on every path out of a test that shortens it.
-class QuarantineLength {
- public:
-  explicit QuarantineLength(std::size_t chunks) : before_(Zone::set_quarantine(chunks)) {}
-  QuarantineLength(const QuarantineLength&) = delete;
-  QuarantineLength& operator=(const QuarantineLength&) = delete;
-  ~QuarantineLength() { Zone::set_quarantine(before_); }
-
- private:
-  std::size_t before_;
-};
-
-// Turns the heap cache off for a scope (zone.h, "Recycling"), emptying it first.
-class NoHeapCache {
- public:
-  NoHeapCache() : before_(off()) {}
-  NoHeapCache(const NoHeapCache&) = delete;
-  NoHeapCache& operator=(const NoHeapCache&) = delete;
-  ~NoHeapCache() { Zone::set_heap_cache(before_); }
-
- private:
-  static HeapCacheConfig off() {
-    Zone::purge_heap_cache();
-    HeapCacheConfig none;
-    none.heaps = 0;
-    return Zone::set_heap_cache(none);
-  }
-  HeapCacheConfig before_;
-};
 
 TEST(NodeSlice, ACollisionNamesBothHeapsAndHowToAvoidIt) {
   const Case& c = find_case("map");

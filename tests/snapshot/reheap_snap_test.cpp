@@ -23,6 +23,7 @@
 #include "json_reader.h"  // the strict parser checking --json output
 #include "reheap/snapshot.h"
 #include "tool_runner.h"
+#include "write_tracking_support.h"
 
 namespace reheap {
 namespace {
@@ -558,13 +559,13 @@ TEST_F(ReheapSnap, CompactOfAChainRestoresTheLatestState) {
 }
 
 TEST_F(ReheapSnap, InfoAndVerifyExplainABrokenChain) {
+  REQUIRE_WRITE_TRACKING();
   Heap& heap = make_heap();
   fill(heap.allocate(8192), 8192, 15);
   snapshotter_->save(path("base.snap"));
   fill(heap.allocate(8192), 8192, 16);
-  if (snapshotter_->save_increment(path("inc.snap")).kind != SnapshotKind::kIncremental) {
-    GTEST_SKIP() << "no write tracking here: " << snapshotter_->tracking();
-  }
+  ASSERT_EQ(snapshotter_->save_increment(path("inc.snap")).kind, SnapshotKind::kIncremental)
+      << snapshotter_->tracking();
   fs::remove(path("base.snap"));
   const ToolResult info = run_tool({"info", "--json", path("inc.snap")});
   ASSERT_EQ(info.exit_code, 0) << info.err;
@@ -595,13 +596,13 @@ TEST_F(ReheapSnap, InfoAndVerifyExplainABrokenChain) {
 }
 
 TEST_F(ReheapSnap, VerifyChainChecksEveryReadableFileUpToABrokenLink) {
+  REQUIRE_WRITE_TRACKING();
   Heap& heap = make_heap();
   fill(heap.allocate(8192), 8192, 18);
   snapshotter_->save(path("base.snap"));
   fill(heap.allocate(8192), 8192, 19);
-  if (snapshotter_->save_increment(path("inc1.snap")).kind != SnapshotKind::kIncremental) {
-    GTEST_SKIP() << "no write tracking here: " << snapshotter_->tracking();
-  }
+  ASSERT_EQ(snapshotter_->save_increment(path("inc1.snap")).kind, SnapshotKind::kIncremental)
+      << snapshotter_->tracking();
   fill(heap.allocate(8192), 8192, 20);
   ASSERT_EQ(snapshotter_->save_increment(path("inc2.snap")).kind, SnapshotKind::kIncremental);
   fs::remove(path("base.snap"));
@@ -622,13 +623,13 @@ TEST_F(ReheapSnap, VerifyChainChecksEveryReadableFileUpToABrokenLink) {
 }
 
 TEST_F(ReheapSnap, VerifyChainCallsAnIncrementBuiltOnADamagedParentBad) {
+  REQUIRE_WRITE_TRACKING();
   Heap& heap = make_heap();
   fill(heap.allocate(64 * 1024), 64 * 1024, 21);
   snapshotter_->save(path("base.snap"));
   fill(heap.allocate(8192), 8192, 22);
-  if (snapshotter_->save_increment(path("inc.snap")).kind != SnapshotKind::kIncremental) {
-    GTEST_SKIP() << "no write tracking here: " << snapshotter_->tracking();
-  }
+  ASSERT_EQ(snapshotter_->save_increment(path("inc.snap")).kind, SnapshotKind::kIncremental)
+      << snapshotter_->tracking();
   // A damaged page of the parent: its header, and so the link, stay intact.
   copy_with_a_bit_flipped(path("base.snap"), path("flipped.snap"), fs::file_size(path("base.snap")) / 2);
   fs::rename(path("flipped.snap"), path("base.snap"));

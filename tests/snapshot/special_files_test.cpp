@@ -30,6 +30,7 @@
 #include "reheap/snapshot.h"
 #include "support.h"
 #include "tool_runner.h"
+#include "write_tracking_support.h"
 
 namespace reheap::snaptest {
 namespace {
@@ -109,8 +110,9 @@ void expect_tool_refuses(const std::vector<std::string>& args, int exit_code, co
 
 class SpecialFiles : public ::testing::Test {
  protected:
-  // "base.snap", a full snapshot, and "inc.snap", an increment on it (a full snapshot too where
-  // the kernel cannot track writes). The heap is gone when the test starts.
+  // "base.snap", a full snapshot, and "inc.snap", an increment on it (a full snapshot where the
+  // kernel cannot track writes: the tests that need the increment skip there). The heap is gone
+  // when the test starts.
   void SetUp() override {
     const Case& c = find_case("map");
     HeapPtr heap = Heap::create();
@@ -208,7 +210,8 @@ TEST_F(SpecialFiles, ASocketIsRefusedByEveryReader) {
 // The increment itself is good, so verify_snapshot and SnapshotReader accept it; whatever follows
 // the chain finds the parent broken.
 TEST_F(SpecialFiles, AFifoInPlaceOfTheParentBreaksTheChainWithoutBlocking) {
-  if (!has_increment_) GTEST_SKIP() << "no increments without write tracking: " << tracking_;
+  REQUIRE_WRITE_TRACKING();
+  ASSERT_TRUE(has_increment_) << "the increment was saved in full: " << tracking_;
   fs::remove(base());
   make_fifo("base.snap");
   EXPECT_EQ(verify_snapshot(inc()).kind, SnapshotKind::kIncremental);
@@ -225,7 +228,8 @@ TEST_F(SpecialFiles, AFifoInPlaceOfTheParentBreaksTheChainWithoutBlocking) {
 }
 
 TEST_F(SpecialFiles, ADirectoryInPlaceOfTheParentBreaksTheChain) {
-  if (!has_increment_) GTEST_SKIP() << "no increments without write tracking: " << tracking_;
+  REQUIRE_WRITE_TRACKING();
+  ASSERT_TRUE(has_increment_) << "the increment was saved in full: " << tracking_;
   fs::remove(base());
   fs::create_directory(base());
   const auto check = [&](const char* reader, const std::function<void()>& f) {
@@ -256,7 +260,8 @@ TEST_F(SpecialFiles, ReheapSnapRefusesDevZeroInEveryCommand) {
 // verify --chain marks it bad (1); diff and compact cannot fold the chain (3).
 TEST_F(SpecialFiles, ReheapSnapReportsAFifoParentWithoutBlocking) {
   if (!tool_built()) GTEST_SKIP() << "reheap-snap is not built (REHEAP_BUILD_TOOLS=OFF)";
-  if (!has_increment_) GTEST_SKIP() << "no increments without write tracking: " << tracking_;
+  REQUIRE_WRITE_TRACKING();
+  ASSERT_TRUE(has_increment_) << "the increment was saved in full: " << tracking_;
   fs::remove(base());
   make_fifo("base.snap");
   const std::string i = inc().string();

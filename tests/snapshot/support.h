@@ -14,21 +14,22 @@
 #include <string>
 #include <vector>
 
+#include "aslr_support.h"
 #include "reheap/snapshot_error.h"
+#include "reheap/zone.h"
 
 namespace reheap::snaptest {
 
 // Set by main(): whether this process runs without ASLR, and why not if it does not. Tests that
-// restore in another process a heap holding pointers into the program need it.
+// restore in another process a heap holding pointers into the program need it: they skip where
+// the machine forbids turning ASLR off and fail where it could not be turned off for another
+// reason (aslr_support.h).
 void set_aslr_state(bool disabled, const std::string& why);
 bool layout_stable();
 const std::string& aslr_reason();
 
-#define SKIP_UNLESS_LAYOUT_STABLE()                                                   \
-  do {                                                                                \
-    if (!::reheap::snaptest::layout_stable())                                         \
-      GTEST_SKIP() << "ASLR could not be turned off: " << ::reheap::snaptest::aslr_reason(); \
-  } while (false)
+#define REQUIRE_LAYOUT_STABLE() \
+  REQUIRE_ASLR_OFF(::reheap::snaptest::layout_stable(), ::reheap::snaptest::aslr_reason())
 
 // Builds with sanitizers or without optimisation run shorter loops.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -101,5 +102,35 @@ ChildResult run_self(const std::vector<std::string>& args, const SpawnOptions& o
 
 std::string hex(std::uint64_t value);
 std::uint64_t parse_hex(const std::string& text);
+
+// Restores the quarantine's length on every path out of a test that shortens it.
+class QuarantineLength {
+ public:
+  explicit QuarantineLength(std::size_t chunks) : before_(Zone::set_quarantine(chunks)) {}
+  QuarantineLength(const QuarantineLength&) = delete;
+  QuarantineLength& operator=(const QuarantineLength&) = delete;
+  ~QuarantineLength() { Zone::set_quarantine(before_); }
+
+ private:
+  std::size_t before_;
+};
+
+// Turns the heap cache off for a scope (zone.h, "Recycling"), emptying it first.
+class NoHeapCache {
+ public:
+  NoHeapCache() : before_(off()) {}
+  NoHeapCache(const NoHeapCache&) = delete;
+  NoHeapCache& operator=(const NoHeapCache&) = delete;
+  ~NoHeapCache() { Zone::set_heap_cache(before_); }
+
+ private:
+  static HeapCacheConfig off() {
+    Zone::purge_heap_cache();
+    HeapCacheConfig none;
+    none.heaps = 0;
+    return Zone::set_heap_cache(none);
+  }
+  HeapCacheConfig before_;
+};
 
 }  // namespace reheap::snaptest

@@ -18,6 +18,7 @@
 #include "reheap/snapshot.h"
 #include "reheap/write_tracking.h"
 #include "support.h"
+#include "write_tracking_support.h"
 
 namespace reheap::snaptest {
 namespace {
@@ -65,7 +66,7 @@ struct Suspension {
 
 TEST(TrackingSuspension, ClosesTheDescriptorAndMakesTheNextSaveFull) {
   TrackedHeap t("unordered", 3);
-  if (!t.tracking()) GTEST_SKIP() << "no write tracking here: " << t.snapshotter.tracking();
+  REQUIRE_TRACKING_BY(t.snapshotter);
   auto& [dir, c, heap, snapshotter] = t;
   mutate_in(*heap, c, 1);
   ASSERT_EQ(snapshotter.save_increment(dir / "inc1.snap").kind, SnapshotKind::kIncremental);
@@ -105,7 +106,7 @@ TEST(TrackingSuspension, ClosesTheDescriptorAndMakesTheNextSaveFull) {
 
 TEST(TrackingSuspension, SavesWhileSuspendedAreFullAndSayWhy) {
   TrackedHeap t("map", 4);
-  if (!t.tracking()) GTEST_SKIP() << t.snapshotter.tracking();
+  REQUIRE_TRACKING_BY(t.snapshotter);
   auto& [dir, c, heap, snapshotter] = t;
   const Suspension suspended;
   mutate_in(*heap, c, 1);
@@ -134,7 +135,7 @@ TEST(TrackingSuspension, SuspendAndResumeTwiceAreNoOps) {
 // save fails with nothing written and the next save is full.
 TEST(TrackingSuspension, AnIncrementWhoseWritesCannotBeCollectedIsNotWritten) {
   TrackedHeap t("map", 5);
-  if (!t.tracking()) GTEST_SKIP() << t.snapshotter.tracking();
+  REQUIRE_TRACKING_BY(t.snapshotter);
   auto& [dir, c, heap, snapshotter] = t;
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);

@@ -11,6 +11,7 @@
 #include "reheap/heap_digest.h"
 #include "reheap/snapshot.h"
 #include "support.h"
+#include "write_tracking_support.h"
 
 namespace reheap::snaptest::whole_lane {
 namespace {
@@ -32,9 +33,7 @@ TEST(WholeLaneSnapshot, LanesCommittedWholeUnderWriteTrackingRestoreFromTheIncre
   HeapPtr heap = Heap::create();
   carve(*heap, 4 * kPerLane, 0x11);  // under the eight lanes
   Snapshotter snapshotter(*heap);
-  if (snapshotter.tracking().rfind("none", 0) == 0) {
-    GTEST_SKIP() << "no write tracking here: " << snapshotter.tracking();
-  }
+  REQUIRE_TRACKING_BY(snapshotter);
   snapshotter.save(dir / "full.snap");
   // Past eight lanes while tracked: lanes 9..20 are populated whole, and the last one partly used.
   carve(*heap, 16 * kPerLane + kPerLane / 2, 0x22);

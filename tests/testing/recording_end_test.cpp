@@ -166,7 +166,7 @@ reheap::RecordingOptions recording_in(const char* directory, reheap::RecordingMo
 
 // ---- a kill in the middle of a long event ----------------------------------------------------
 
-TEST(RecordingEnd, KilledMidEventProcess) {
+TEST(RecordingEndChildProcess, KilledMidEvent) {
   const char* directory = std::getenv(kRecordInto);
   if (directory == nullptr) GTEST_SKIP() << "run by AKillInTheMiddleOfAnEventEndsTheReplayAtTheEventBefore";
   ::alarm(60);
@@ -182,7 +182,7 @@ TEST(RecordingEnd, KilledMidEventProcess) {
 
 TEST(RecordingEnd, AKillInTheMiddleOfAnEventEndsTheReplayAtTheEventBefore) {
   TempDir dir;
-  const Child child = run_recording_process("RecordingEnd.KilledMidEventProcess",
+  const Child child = run_recording_process("RecordingEndChildProcess.KilledMidEvent",
                                             {{kRecordInto, dir.path().string()}, {"REHEAP_TEST_DEATH", "kill-mid-event"}});
   ASSERT_TRUE(WIFSIGNALED(child.status) && WTERMSIG(child.status) == SIGKILL) << child.output;
   const ActorRef book = refs_in(child.output).at("book");
@@ -233,7 +233,7 @@ TEST(RecordingEnd, ATornLastBlockEndsTheLogAtTheBlockBefore) {
 
 constexpr std::uint32_t kOthers = 6;  // Notebooks that do not die, besides the Sleeper
 
-TEST(RecordingEnd, EightReactorsProcess) {
+TEST(RecordingEndChildProcess, EightReactors) {
   const char* directory = std::getenv(kRecordInto);
   if (directory == nullptr) GTEST_SKIP() << "run by AFatalSignalLeavesEveryOtherRecordingWholeUpToItsLastEvent";
   ::alarm(60);
@@ -301,7 +301,7 @@ void expect_others_replay_whole(const std::filesystem::path& dir, const std::map
 
 TEST(RecordingEnd, AFatalSignalLeavesEveryOtherRecordingWholeUpToItsLastEvent) {
   TempDir dir;
-  const Child child = run_recording_process("RecordingEnd.EightReactorsProcess", {{kRecordInto, dir.path().string()}});
+  const Child child = run_recording_process("RecordingEndChildProcess.EightReactors", {{kRecordInto, dir.path().string()}});
   ASSERT_FALSE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0) << child.output;
   const std::map<std::string, ActorRef> refs = refs_in(child.output);
   ASSERT_EQ(refs.size(), kOthers + 2) << child.output;
@@ -312,7 +312,7 @@ TEST(RecordingEnd, AFatalSignalLeavesEveryOtherRecordingWholeUpToItsLastEvent) {
 
 TEST(RecordingEnd, AFatalSignalWritesEveryRingRecordingOut) {
   TempDir dir;
-  const Child child = run_recording_process("RecordingEnd.EightReactorsProcess",
+  const Child child = run_recording_process("RecordingEndChildProcess.EightReactors",
                                             {{kRecordInto, dir.path().string()}, {"REHEAP_TEST_MODE", "ring"}});
   ASSERT_FALSE(WIFEXITED(child.status) && WEXITSTATUS(child.status) == 0) << child.output;
   const std::map<std::string, ActorRef> refs = refs_in(child.output);
@@ -322,7 +322,7 @@ TEST(RecordingEnd, AFatalSignalWritesEveryRingRecordingOut) {
 
 // ---- a process killed outright ----------------------------------------------------------------
 
-TEST(RecordingEnd, FlushedThenKilledProcess) {
+TEST(RecordingEndChildProcess, FlushedThenKilled) {
   const char* directory = std::getenv(kRecordInto);
   if (directory == nullptr) GTEST_SKIP() << "run by AProcessKilledOutrightLosesAtMostTheFlushInterval";
   ::alarm(60);
@@ -341,7 +341,7 @@ TEST(RecordingEnd, FlushedThenKilledProcess) {
 
 TEST(RecordingEnd, AProcessKilledOutrightLosesAtMostTheFlushInterval) {
   TempDir dir;
-  const Started child = start_recording_process("RecordingEnd.FlushedThenKilledProcess", {{kRecordInto, dir.path().string()}});
+  const Started child = start_recording_process("RecordingEndChildProcess.FlushedThenKilled", {{kRecordInto, dir.path().string()}});
   ASSERT_GT(child.pid, 0);
   std::string output;
   char line[256];

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -52,6 +53,17 @@ class Churner : public Reactor {
   std::vector<char*> kept_;
 };
 
+// Whether the runtime's idle purges pass `before` within a minute: a worker purges once it has
+// been idle half a second (zone.h, "Retention"), which on a loaded machine may come late.
+bool purged_since(const reheap::Runtime& rt, std::uint64_t before) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (rt.stats().idle_purges <= before) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 TEST(ReplayPurge, ARecordedReactorsFreePagesAreNotPurgedWhileItsWorkerIdles) {
   TempDir dir;
   const std::filesystem::path dump = dir.path() / "dump";
@@ -64,11 +76,16 @@ TEST(ReplayPurge, ARecordedReactorsFreePagesAreNotPurgedWhileItsWorkerIdles) {
     options.recording.mode = reheap::RecordingMode::kRing;
     const ActorRef churner = rt.spawn<Churner>(options);
     const ActorRef plain = rt.spawn<Churner>();
+    // The purge after the two on_starts comes first, so that each round below is followed by a
+    // purge of its own.
+    ASSERT_TRUE(rt.wait_idle());
+    ASSERT_TRUE(purged_since(rt, 0)) << "the idle worker did not purge after the on_starts";
     for (std::uint32_t round = 0; round < 3; ++round) {
+      const std::uint64_t purges = rt.stats().idle_purges;
       ASSERT_EQ(rt.send(churner, Churn{round}), reheap::SendResult::kOk);
       ASSERT_EQ(rt.send(plain, Churn{round}), reheap::SendResult::kOk);
       ASSERT_TRUE(rt.wait_idle());
-      std::this_thread::sleep_for(std::chrono::milliseconds(800));  // the worker purges after 500 ms
+      ASSERT_TRUE(purged_since(rt, purges)) << "the idle worker did not purge after round " << round;
     }
     EXPECT_EQ(rt.dump_recording(churner, dump), dump);
   }

@@ -43,7 +43,7 @@ class Blotter : public Reactor {
 };
 
 // The recording process's part: runs only when the test below starts this binary to record.
-TEST(ReplayFatalSignal, RecordingProcess) {
+TEST(ReplayFatalSignalChildProcess, Records) {
   const char* directory = std::getenv(kRecordInto);
   if (directory == nullptr) GTEST_SKIP() << "run by ACrashBySignalReplaysUpToItsEventAndRecurs";
   reheap::Runtime rt(reheap::RuntimeConfig{.workers = 2});
@@ -58,7 +58,7 @@ TEST(ReplayFatalSignal, RecordingProcess) {
 TEST(ReplayFatalSignal, ACrashBySignalReplaysUpToItsEventAndRecurs) {
   TempDir dir;
   const std::string command = std::string(kRecordInto) + "=" + dir.path().string() +
-                              " " + std::filesystem::read_symlink("/proc/self/exe").string() + " --gtest_filter=ReplayFatalSignal.RecordingProcess 2>&1";
+                              " " + std::filesystem::read_symlink("/proc/self/exe").string() + " --gtest_filter=ReplayFatalSignalChildProcess.Records 2>&1";
   FILE* child = ::popen(command.c_str(), "r");
   ASSERT_NE(child, nullptr);
   std::string out;

@@ -91,7 +91,11 @@ TEST(ReplayTcp, SocketIdsPortsAndWritesComeFromTheLogAndTheHeapMatchesAtEveryEve
     options.recording = file_recording(dir.path());
     g_echo_port.store(0);
     echo = rt.spawn<EchoLog>(options);
-    while ((port = g_echo_port.load()) == 0) std::this_thread::sleep_for(100us);
+    const auto listening_by = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while ((port = g_echo_port.load()) == 0 && std::chrono::steady_clock::now() < listening_by) {
+      std::this_thread::sleep_for(100us);
+    }
+    ASSERT_NE(port, 0) << "the echo reactor did not listen within a minute";
 
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     ASSERT_GE(fd, 0);
@@ -147,7 +151,11 @@ TEST(ReplayTcp, AReactorMovedWithItsSocketsReplaysEveryEventOnce) {
     g_echo_port.store(0);
     echo = rt.spawn<EchoLog>(options);
     std::uint16_t port = 0;
-    while ((port = g_echo_port.load()) == 0) std::this_thread::sleep_for(100us);
+    const auto listening_by = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while ((port = g_echo_port.load()) == 0 && std::chrono::steady_clock::now() < listening_by) {
+      std::this_thread::sleep_for(100us);
+    }
+    ASSERT_NE(port, 0) << "the echo reactor did not listen within a minute";
     rt.move(echo, 1);  // the listener moves too, before the client connects
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     ASSERT_GE(fd, 0);

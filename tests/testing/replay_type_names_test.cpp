@@ -71,7 +71,7 @@ class Room : public Reactor {
 };
 
 // The recording process's part: runs only when a test below starts this binary to record.
-TEST(ReplayTypeNames, RecordingProcess) {
+TEST(ReplayTypeNamesChildProcess, Records) {
   const char* directory = std::getenv(kRecordInto);
   if (directory == nullptr) GTEST_SKIP() << "the recording process of the other ReplayTypeNames tests: runs only with " << kRecordInto << " set";
   reheap::Runtime rt(reheap::RuntimeConfig{.workers = 1});
@@ -85,12 +85,12 @@ TEST(ReplayTypeNames, RecordingProcess) {
   ASSERT_TRUE(rt.wait_idle());
 }
 
-// Runs this binary's RecordingProcess test with the environment that makes it record into `dir`,
-// waits for it (at most a minute; killed after that) and returns the crash bundle it left there,
-// or "" with a failure naming what went wrong.
+// Runs this binary's ReplayTypeNamesChildProcess.Records with the environment that makes it
+// record into `dir`, waits for it (at most a minute; killed after that) and returns the crash
+// bundle it left there, or "" with a failure naming what went wrong.
 std::filesystem::path record_in_another_process(const std::filesystem::path& dir) {
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string filter = "--gtest_filter=ReplayTypeNames.RecordingProcess";
+  const std::string filter = "--gtest_filter=ReplayTypeNamesChildProcess.Records";
   const std::string output = (dir / "recording-process.txt").string();
   const std::string setting = std::string(kRecordInto) + "=" + (dir / "recorded").string();
   std::vector<char*> env;
