@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs the release build into a temporary prefix and builds a tiny consumer against it, once
 # with find_package(reheap) and once with pkg-config, then runs both; then the same for a tiny
-# GoogleTest program on the test kit (reheap::testing, reheap-testing.pc); then the same for the
-# README's programs as they are in examples/ (hello.cpp, readme/*.cpp), each built both ways and
-# run, and checks that README.md shows them as they are (tools/check_readme_examples.sh).
+# GoogleTest program on the test kit (reheap::testing, reheap-testing.pc), and a test-kit program
+# without GoogleTest (the kit must not force it on anyone); then the README's programs as they are
+# in examples/ (hello.cpp, readme/*.cpp), each built both ways and run, and checks that README.md
+# shows them as they are (tools/check_readme_examples.sh). Last, what the package says of
+# REHEAP_CHECKS: reheap_CHECKS and reheap.pc's `checks` agree with the build, and a consumer that
+# asks for the other kind is refused at configure time (CMake) and at compile time (the header).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
@@ -48,13 +51,31 @@ cat > "$prefix/consumer/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)
 project(consumer CXX)
 find_package(reheap REQUIRED)
+file(WRITE ${CMAKE_BINARY_DIR}/reheap_checks.txt "${reheap_CHECKS}")
 add_executable(consumer main.cpp)
 target_link_libraries(consumer PRIVATE reheap::global_new reheap::runtime)
 target_compile_definitions(consumer PRIVATE WITH_RUNTIME=1)
-# The test kit: reheap::testing brings GoogleTest (found by reheap's config) and global_new.
+# The test kit: reheap::testing brings global_new, and no test framework: this program has none,
+# the next one brings its own.
+add_executable(kit_plain kit_plain.cpp)
+target_link_libraries(kit_plain PRIVATE reheap::testing)
+find_package(GTest REQUIRED)
 add_executable(kit_consumer kit_test.cpp)
 target_link_libraries(kit_consumer PRIVATE reheap::testing GTest::gtest_main)
 CMAKE
+cat > "$prefix/consumer/kit_plain.cpp" <<'CPP'
+#include <reheap/testing/test_runtime.h>
+struct Ping { int n; };
+struct Echo : reheap::Reactor {
+  Echo() { handle<&Echo::on_ping>(); }
+  void on_ping(const Ping& p) { send(sender(), Ping{p.n + 1}); }
+};
+int main() {
+  reheap::testing::TestRuntime rt;
+  const auto reply = rt.ask<Ping>(rt.spawn<Echo>(), Ping{41});
+  return reply.has_value() && reply->n == 42 ? 0 : 1;
+}
+CPP
 cat > "$prefix/consumer/kit_test.cpp" <<'CPP'
 #include <gtest/gtest.h>
 #include <reheap/testing/test_runtime.h>
@@ -92,7 +113,12 @@ PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgc
 "$prefix/consumer/pc"
 echo "install: pkg-config consumer OK"
 "$prefix/consumer/build/kit_consumer" >/dev/null
-echo "install: find_package(reheap) reheap::testing consumer OK"
+"$prefix/consumer/build/kit_plain"
+if ninja -C "$prefix/consumer/build" -t commands kit_plain | tail -1 | grep -q gtest; then
+  echo "install: reheap::testing linked GoogleTest into a program that does not use it" >&2
+  exit 1
+fi
+echo "install: find_package(reheap) reheap::testing consumers (with and without GoogleTest) OK"
 PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" \
   c++ "$prefix/consumer/kit_test.cpp" -o "$prefix/consumer/kit_pc" \
   $(PKG_CONFIG_PATH="$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig" \
@@ -123,3 +149,26 @@ c++ "$prefix/consumer/replay_test.cpp" -o "$prefix/consumer/pc_examples/replay_t
 run_examples "$prefix/consumer/pc_examples"
 echo "install: pkg-config README examples OK"
 bash tools/check_readme_examples.sh .
+
+# REHEAP_CHECKS: what the release build says of itself, and a consumer asking for the other kind.
+pc_env="PKG_CONFIG_PATH=$prefix/usr/lib/pkgconfig:$prefix/usr/lib/x86_64-linux-gnu/pkgconfig"
+checks=$(env "$pc_env" pkg-config --variable=checks reheap)
+built=$(grep -o '^REHEAP_CHECKS:BOOL=.*' build/release/CMakeCache.txt | cut -d= -f2)
+case "$built" in ON | 1 | TRUE) want=1 other=0 other_cmake=OFF ;; *) want=0 other=1 other_cmake=ON ;; esac
+if [[ $checks != "$want" || $(cat "$prefix/consumer/build/reheap_checks.txt") != "$want" ]]; then
+  echo "install: the package says checks=$checks, reheap_CHECKS=$(cat "$prefix/consumer/build/reheap_checks.txt"); the build has REHEAP_CHECKS=$built" >&2
+  exit 1
+fi
+if out=$(cmake -S "$prefix/consumer" -B "$prefix/consumer/build-other" -G Ninja \
+      -DCMAKE_PREFIX_PATH="$prefix/usr" -DREHEAP_CHECKS=$other_cmake 2>&1); then
+  echo "install: a consumer asking for REHEAP_CHECKS=$other_cmake was configured against a build without it" >&2
+  exit 1
+fi
+grep -q "REHEAP_CHECKS" <<<"$out" || { echo "$out" >&2; exit 1; }
+if out=$(c++ -DREHEAP_CHECKS=$other -fsyntax-only "$prefix/consumer/main.cpp" \
+      $(env "$pc_env" pkg-config --cflags reheap) 2>&1); then
+  echo "install: a program defining REHEAP_CHECKS=$other compiled against a build with checks=$want" >&2
+  exit 1
+fi
+grep -q "#error.*REHEAP_CHECKS" <<<"$out" || { echo "$out" >&2; exit 1; }
+echo "install: REHEAP_CHECKS recorded (checks=$want) and a mismatch refused (CMake and compiler) OK"

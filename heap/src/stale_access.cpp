@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "reheap/signal_chain.h"
+#include "reheap/internal/signal_chain.h"
 #include "zone_impl.h"
 
 namespace reheap::detail {

@@ -5,9 +5,9 @@
 #include <mutex>
 #include <utility>
 
-#include "reheap/ask_slot.h"
 #include "reheap/heap_scope.h"
 #include "reheap/runtime.h"
+#include "ask_slot.h"
 #include "envelope.h"
 #include "runtime_impl.h"
 #include "worker.h"
@@ -23,7 +23,7 @@ bool AskSlot::deliver(const Message& message) {
     // The reply and a decode error's text must outlive the asker's heap.
     HeapScope system(nullptr);
     try {
-      decode(message);
+      decode_(message, reply_);
     } catch (...) {
       error_ = std::current_exception();
     }
@@ -32,6 +32,11 @@ bool AskSlot::deliver(const Message& message) {
   settled_.store(true, std::memory_order_release);
   changed_.notify_all();
   return true;
+}
+
+void AskSlot::abandon() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  abandoned_ = true;
 }
 
 void AskSlot::close() noexcept {
@@ -86,9 +91,8 @@ class Asker final : public Reactor {
 }  // namespace
 }  // namespace detail
 
-bool Runtime::ask_erased(ActorRef to, detail::Envelope* request, SendResult encoded,
-                         std::shared_ptr<detail::AskSlot> slot, std::chrono::nanoseconds timeout,
-                         SendResult* sent) {
+bool Runtime::ask_erased(ActorRef to, detail::Envelope* request, SendResult encoded, std::uint64_t reply_type,
+                         DecodeReply decode, void* reply, std::chrono::nanoseconds timeout, SendResult* sent) {
   HeapScope system(nullptr);
   const auto refuse = [&](SendResult why) {
     if (request != nullptr) detail::free_envelope(request);
@@ -111,6 +115,7 @@ bool Runtime::ask_erased(ActorRef to, detail::Envelope* request, SendResult enco
   if (detail::Cell* target = impl_->cells.find(to); target != nullptr) {
     options.worker = target->worker.load(std::memory_order_acquire)->index();
   }
+  auto slot = std::make_shared<detail::AskSlot>(reply_type, decode, reply);
   ActorRef asker;
   try {
     asker = spawn<detail::Asker>(options, slot);
@@ -124,6 +129,9 @@ bool Runtime::ask_erased(ActorRef to, detail::Envelope* request, SendResult enco
   if (sent != nullptr) *sent = result;
   // An asker that took an answer (decodable or not) stops itself; a stop sent to it as well would
   // end as a dead letter.
+  // `reply` lies in the caller's frame: no reply may reach it after this returns, which wait
+  // ensures when it runs, and abandon when it does not.
+  if (result != SendResult::kOk) slot->abandon();
   const bool answered = result == SendResult::kOk && slot->wait(timeout);
   if (!answered) stop(asker);
   return answered;

@@ -1,9 +1,9 @@
-// The thread's current host and the reactor it serves (HostScope, reheap/reactor_host.h), for the
+// The thread's current host and the reactor it serves (HostScope, reactor_host.h), for the
 // runtime's own hot paths: the funnel sets it around every event and every Reactor operation
 // reads it, so both are inline here rather than calls into reactor_host.cpp.
 #pragma once
 
-#include "reheap/reactor_host.h"
+#include "reactor_host.h"
 
 namespace reheap::detail {
 

@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "cell.h"
-#include "reheap/reactor_host.h"
+#include "reactor_host.h"
 
 namespace reheap::detail {
 

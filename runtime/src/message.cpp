@@ -25,8 +25,6 @@ const char* to_string(SendResult r) noexcept {
   return "unknown";
 }
 
-Message::Message(const Envelope& e) noexcept : Message(detail::MessageAccess::of(e)) {}
-
 ActorRef Message::sender() const noexcept { return ActorRef(e_->sender); }
 
 namespace {

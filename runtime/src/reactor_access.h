@@ -5,33 +5,41 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <new>
+#include <vector>
+
+#include "reactor_bookkeeping.h"
 #include "reheap/heap.h"
 #include "reheap/reactor.h"
 
 namespace reheap::detail {
 
-// Written into every Reactor at construction; a restored root that lacks it is not a reactor.
-inline constexpr std::uint64_t kReactorMagic = 0x5245414354524852ull;  // "RHRTCAER"
-
 struct ReactorAccess {
-  using SavedTimer = Reactor::SavedTimer;
-  static std::uint64_t& magic(Reactor& r) noexcept { return r.magic_; }
-  static std::uint64_t& events(Reactor& r) noexcept { return r.events_; }
-  static std::uint64_t& recording_id(Reactor& r) noexcept { return r.recording_id_; }
+  using SavedTimer = ReactorBookkeeping::SavedTimer;
+  using Handler = ReactorBookkeeping::Handler;
+  static_assert(sizeof(ReactorBookkeeping) == Reactor::kStateBytes &&
+                    alignof(ReactorBookkeeping) <= alignof(std::uint64_t),
+                "Reactor::state_ must be sized and aligned for ReactorBookkeeping");
+
+  static ReactorBookkeeping& book(Reactor& r) noexcept {
+    return *std::launder(reinterpret_cast<ReactorBookkeeping*>(r.state_));
+  }
+  static const ReactorBookkeeping& book(const Reactor& r) noexcept {
+    return *std::launder(reinterpret_cast<const ReactorBookkeeping*>(r.state_));
+  }
+  static std::uint64_t& magic(Reactor& r) noexcept { return book(r).magic; }
+  static std::uint64_t& events(Reactor& r) noexcept { return book(r).events; }
+  static std::uint64_t& recording_id(Reactor& r) noexcept { return book(r).recording_id; }
   static ActorRef& self(Reactor& r) noexcept { return r.self_; }
-  static TimerId next_timer(Reactor& r) noexcept { return r.next_timer_++; }
+  static TimerId next_timer(Reactor& r) noexcept { return book(r).next_timer++; }
   // The id the reactor's next timer will get: timers with this id or later are not its yet.
-  static TimerId timer_counter(const Reactor& r) noexcept { return r.next_timer_; }
-  static SocketId next_socket(Reactor& r) noexcept { return r.next_socket_++; }
+  static TimerId timer_counter(const Reactor& r) noexcept { return book(r).next_timer; }
+  static SocketId next_socket(Reactor& r) noexcept { return book(r).next_socket++; }
   // A replay sets the counter from the recorded socket ids rather than minting them.
-  static SocketId& socket_counter(Reactor& r) noexcept { return r.next_socket_; }
-  static std::vector<Reactor::SavedTimer>& saved_timers(Reactor& r) noexcept {
-    return r.saved_timers_;
-  }
-  static std::vector<SocketId>& saved_sockets(Reactor& r) noexcept { return r.saved_sockets_; }
-  static const std::vector<Reactor::Handler>& handlers(const Reactor& r) noexcept {
-    return r.handlers_;
-  }
+  static SocketId& socket_counter(Reactor& r) noexcept { return book(r).next_socket; }
+  static std::vector<SavedTimer>& saved_timers(Reactor& r) noexcept { return book(r).saved_timers; }
+  static std::vector<SocketId>& saved_sockets(Reactor& r) noexcept { return book(r).saved_sockets; }
+  static const std::vector<Handler>& handlers(const Reactor& r) noexcept { return book(r).handlers; }
   // Where magic, self, events and recording_id lie in a Reactor, to read them from a snapshot's
   // bytes without restoring it (read_saved_reactor in reactor_snapshot.h).
   struct Offsets {

@@ -1,5 +1,5 @@
 // HostScope: the thread's current host and reactor (see reactor_host.h, host_slot.h).
-#include "reheap/reactor_host.h"
+#include "reactor_host.h"
 
 #include "host_slot.h"
 

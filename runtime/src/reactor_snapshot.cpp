@@ -131,8 +131,9 @@ Reactor* reactor_of(Heap& heap, const std::filesystem::path& file) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 ReactorAccess::Offsets ReactorAccess::offsets() noexcept {
-  return Offsets{offsetof(Reactor, magic_), offsetof(Reactor, self_), offsetof(Reactor, events_),
-                 offsetof(Reactor, recording_id_)};
+  const std::size_t book = offsetof(Reactor, state_);
+  return Offsets{book + offsetof(ReactorBookkeeping, magic), offsetof(Reactor, self_),
+                 book + offsetof(ReactorBookkeeping, events), book + offsetof(ReactorBookkeeping, recording_id)};
 }
 #pragma GCC diagnostic pop
 

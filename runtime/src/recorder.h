@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "reheap/event.h"
-#include "reheap/reactor_host.h"
+#include "reactor_host.h"
 #include "timer_state.h"
 
 namespace reheap::detail {

@@ -35,7 +35,7 @@ void Probe::decode(const Record& record, Sink sink, void* out) {
   e->size = static_cast<std::uint32_t>(record.payload.size());
   e->encoding = record.encoding;
   if (!record.payload.empty()) std::memcpy(e->payload(), record.payload.data(), record.payload.size());
-  sink(Message(*e), out);
+  sink(reheap::detail::MessageAccess::of(*e), out);
 }
 
 }  // namespace reheap::testing

@@ -153,7 +153,7 @@ bool TestRuntime::Impl::step() {
       deliver(*e, Event{.kind = EventKind::kStop}, ActorRef());
       return true;
     }
-    const Message message(*m.envelope);
+    const Message message = reheap::detail::MessageAccess::of(*m.envelope);
     deliver(*e, Event{.kind = EventKind::kMessage, .message = &message}, m.from);
     return true;
   }

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "envelope.h"  // runtime/src: free_envelope, for the forged envelopes below
+#include "envelope.h"  // runtime/src: free_envelope and MessageAccess, for the forged envelopes below
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 
@@ -262,7 +262,7 @@ detail::Envelope* forge(const T& value) {
 // Hands `e` to `r`'s handlers the way a worker does, then frees it.
 void deliver(Reactor& r, detail::Envelope* e) {
   ASSERT_NE(e, nullptr);
-  r.on_message(Message(*e));
+  r.on_message(detail::MessageAccess::of(*e));
   detail::free_envelope(e);
 }
 

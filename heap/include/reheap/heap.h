@@ -23,6 +23,7 @@
 #include <limits>
 #include <memory>
 
+#include "reheap/build_config.h"  // refuses a REHEAP_CHECKS that differs from the libraries'
 #include "reheap/size_class.h"
 
 namespace reheap {

@@ -4,9 +4,9 @@
 // funnel (runtime/src/event_funnel.h) on a worker, or a replay driver (reheap::testing) on a
 // test's thread. The door makes the reactor's heap current, calls the hook the event's kind
 // names (deliver_to below), and is the one place where recording, replay, statistics and
-// failure handling hook in. Outputs (sends, timers, sockets, spawns) leave through ReactorHost
-// (reactor_host.h), and what the runtime answers to them (a SendResult, a socket id, the time,
-// a random seed) comes back through it: with the events, those answers are every input a reactor
+// failure handling hook in. Outputs (sends, timers, sockets, spawns) leave through the host
+// of the event (the runtime's, a recorder's or a replay's; internal), and what it answers to them
+// (a SendResult, a socket id, the time, a random seed) comes back through it: with the events, those answers are every input a reactor
 // has, so a reactor given its heap and the same inputs does the same thing (DETERMINISM.md).
 #pragma once
 
@@ -16,12 +16,11 @@
 
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
+#include "reheap/reactor_io.h"
 
 namespace reheap {
 
 class Reactor;
-using TimerId = std::uint64_t;
-using SocketId = std::uint64_t;
 
 // The numbers are part of the recording format (RECORDING_FORMAT.md): never renumber.
 enum class EventKind : std::uint8_t {

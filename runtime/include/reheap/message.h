@@ -164,8 +164,6 @@ struct MessageAccess;
 // not calls into the runtime (the envelope's layout is the runtime's own).
 class Message {
  public:
-  explicit Message(const detail::Envelope& e) noexcept;
-
   std::uint64_t type_id() const noexcept { return type_id_; }
   Encoding encoding() const noexcept { return encoding_; }
   ActorRef sender() const noexcept;  // null when sent from outside any reactor
@@ -229,7 +227,8 @@ class Message {
   msgpack::object_handle unpack_checked(std::uint64_t type_id) const;
   [[noreturn]] void throw_convert_error(std::uint64_t type_id, const char* what) const;
 
-  // The runtime's inline constructor (detail::MessageAccess), with the fields read by the caller.
+  // The runtime's inline constructor (detail::MessageAccess), with the fields read by the caller:
+  // the runtime makes a Message of an envelope; a program only receives one.
   friend struct detail::MessageAccess;
   Message(const detail::Envelope& e, std::uint64_t type_id, Encoding encoding, std::uint32_t size,
           const void* data) noexcept

@@ -20,7 +20,7 @@
 //   on_restored     after a restore, before any other event
 //   on_stop         the reactor is stopping (stop(), Runtime::stop or shutdown)
 // Each is an Event delivered through one door (event.h); the operations below go to the
-// event's ReactorHost (reactor_host.h): the runtime's, a recorder's, or a replay's.
+// event's host (internal to the runtime): the runtime's, a recorder's, or a replay's.
 // The operations (send, start_timer, listen, now, random, ...) are valid only inside one of this
 // reactor's hooks, on the thread delivering it: elsewhere they throw std::logic_error. In
 // particular, a constructor must not send; do that in on_start.
@@ -46,6 +46,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -59,16 +60,13 @@
 
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
-#include "reheap/reactor_host.h"
+#include "reheap/reactor_io.h"
 #include "reheap/snapshot_request.h"
 #include "reheap/spawn_options.h"
 
 namespace reheap {
 
 class Runtime;
-
-using TimerId = std::uint64_t;
-using SocketId = std::uint64_t;
 
 namespace detail {
 struct ReactorAccess;
@@ -115,11 +113,10 @@ class Reactor {
   // reactor to another arrive in the order they were sent.
   template <class T>
   SendResult send(ActorRef to, const T& value) {
-    ReactorHost& host = require_current("send");
     SendResult result = SendResult::kOk;
     detail::Envelope* e = detail::encode(value, &result);
     if (e == nullptr) return result;
-    return host.send(to, e);
+    return send_encoded(to, e);
   }
 
   // Spawns a child reactor R(args...) in a new heap, as Runtime::spawn does (the constructor runs
@@ -128,9 +125,8 @@ class Reactor {
   template <class R, class... Args>
   ActorRef spawn(const SpawnOptions& options, Args&&... args) {
     static_assert(std::is_base_of_v<Reactor, R>, "R must derive from reheap::Reactor");
-    ReactorHost& host = require_current("spawn");
     std::tuple<Args&&...> arguments(std::forward<Args>(args)...);
-    return host.spawn(options, &detail::construct_packed<R, Args...>, &arguments);
+    return spawn_packed(options, &detail::construct_packed<R, Args...>, &arguments);
   }
   template <class R, class... Args>
     requires(!detail::kFirstIsSpawnOptions<Args...>)
@@ -148,7 +144,7 @@ class Reactor {
   std::uint64_t random();
   // Events delivered to this reactor since it was spawned (kept in its heap): the position a
   // snapshot was taken at in the reactor's recording.
-  std::uint64_t events_delivered() const noexcept { return events_; }
+  std::uint64_t events_delivered() const noexcept;
 
   // Stops this reactor after the current hook returns (on_stop is called first).
   void stop();
@@ -222,10 +218,6 @@ class Reactor {
  private:
   friend struct detail::ReactorAccess;
   using Thunk = void (*)(Reactor&, const Message&);
-  struct Handler {
-    std::uint64_t type_id;
-    Thunk thunk;
-  };
   template <class F>
   struct Traits;
   template <class R, class T>
@@ -263,27 +255,21 @@ class Reactor {
   };
 
   void add_handler(std::uint64_t type_id, Thunk thunk);
-  ReactorHost& require_current(const char* operation) const;
+  // The templates' doors to the host of the event being handled (they throw std::logic_error
+  // outside this reactor's hooks): one call each, as the inline host lookup they replace was.
+  // send_encoded takes the envelope (sent or freed, also when it throws).
+  SendResult send_encoded(ActorRef to, detail::Envelope* envelope);
+  ActorRef spawn_packed(const SpawnOptions& options, detail::ConstructReactor construct, void* arguments);
 
-  // Saved with the heap (the reactor lives in it); everything here must keep meaning across
-  // processes.
-  std::uint64_t magic_;
+  // The runtime's bookkeeping for this reactor (a check word, the handlers, its id counters, the
+  // random engine's state, its recording, the timers and sockets written down at a snapshot):
+  // saved with the heap, as the reactor lives in it, so everything there keeps meaning across
+  // processes. Its type is the runtime's own (runtime/src/reactor_state.h); it lies here, in the
+  // reactor, rather than behind a pointer, so that reaching it costs no load on the hot path. Its
+  // size is checked against that type where the type is defined.
+  static constexpr std::size_t kStateBytes = 136;
+  alignas(std::uint64_t) std::byte state_[kStateBytes];
   ActorRef self_;
-  std::vector<Handler> handlers_;
-  TimerId next_timer_ = 1;
-  SocketId next_socket_ = 1;
-  SnapshotRequestId next_snapshot_request_ = 1;
-  std::uint64_t events_ = 0;        // events delivered (the funnel counts them)
-  std::uint64_t random_[2] = {0, 0};  // xoroshiro128++; {0, 0}: not seeded yet
-  std::uint64_t recording_id_ = 0;    // of the recording this reactor is part of, 0 if none
-  // Written by the runtime just before a snapshot, read back after a restore.
-  struct SavedTimer {
-    TimerId id;
-    std::int64_t due_in_ns;
-    std::int64_t period_ns;
-  };
-  std::vector<SavedTimer> saved_timers_;
-  std::vector<SocketId> saved_sockets_;
 };
 
 }  // namespace reheap

@@ -28,7 +28,7 @@
 
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
-#include "reheap/reactor_host.h"
+#include "reheap/reactor_io.h"
 
 namespace reheap {
 

@@ -54,21 +54,22 @@
 #include <type_traits>
 #include <utility>
 
+// Each for a type the declarations below use: the reactors' base and its spawn arguments, the
+// reference, message and send result, the configuration's parts (time sources, recording,
+// supervision, node identity), and the results of snapshot, checkpoint_process and stats.
 #include "reheap/actor_ref.h"
-#include "reheap/ask_slot.h"
-#include "reheap/heap.h"
-#include "reheap/heap_scope.h"
-#include "reheap/message.h"
-#include "reheap/node_identity.h"
-#include "reheap/program_layout.h"
+#include "reheap/heap.h"             // HeapPtr
+#include "reheap/heap_scope.h"       // ask decodes its reply with no heap current
+#include "reheap/message.h"          // SendResult, encoding
+#include "reheap/node_identity.h"    // NodeIdentity
+#include "reheap/process_checkpoint.h"
+#include "reheap/program_layout.h"   // LayoutCheck
 #include "reheap/reactor.h"
 #include "reheap/reactor_stats.h"
-#include "reheap/recording.h"
-#include "reheap/snapshot.h"
-#include "reheap/snapshot_request.h"
-#include "reheap/process_checkpoint.h"
+#include "reheap/recording.h"        // RecordingOptions
+#include "reheap/snapshot.h"         // SnapshotInfo
 #include "reheap/spawn_options.h"
-#include "reheap/supervision.h"
+#include "reheap/supervision.h"      // ReactorFailed
 #include "reheap/time_source.h"
 
 namespace reheap {
@@ -198,12 +199,14 @@ class Runtime {
   std::optional<Reply> ask(ActorRef to, const Request& request,
                            std::chrono::nanoseconds timeout = std::chrono::seconds(1),
                            SendResult* sent = nullptr) {
-    HeapScope system(nullptr);  // the slot and the reply are process memory, whatever is current
-    auto slot = std::make_shared<detail::TypedAskSlot<Reply>>();
+    HeapScope system(nullptr);  // the reply is process memory, whatever is current
+    std::optional<Reply> reply;
     SendResult encoded = SendResult::kOk;
     detail::Envelope* e = detail::encode(request, &encoded);
-    if (!ask_erased(to, e, encoded, slot, timeout, sent)) return std::nullopt;
-    return slot->take();
+    if (!ask_erased(to, e, encoded, message_type_id<Reply>(), &decode_reply<Reply>, &reply, timeout, sent)) {
+      return std::nullopt;
+    }
+    return reply;
   }
 
   // Asks the reactor to stop: it handles the messages sent to it before, then on_stop. Returns
@@ -278,14 +281,21 @@ class Runtime {
   friend class detail::LiveHost;
   // Creates a heap, runs `construct(arguments)` with it current (R's constructor), and starts the
   // reactor; see spawn.
-  ActorRef spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct, void* arguments);
+  ActorRef spawn_constructed(const SpawnOptions& options, detail::ConstructReactor construct, void* arguments);
   // The constructor threw: the heap goes, unless the exception may still point into it.
   void abandon_spawn(HeapPtr heap, std::exception_ptr error) noexcept;
   ActorRef finish_spawn(HeapPtr heap, const SpawnOptions& options, Reactor* reactor);
   // ask without its types: takes `request` (null: encoding failed with `encoded`) whatever happens.
-  bool ask_erased(ActorRef to, detail::Envelope* request, SendResult encoded,
-                  std::shared_ptr<detail::AskSlot> slot, std::chrono::nanoseconds timeout,
-                  SendResult* sent);
+  // The first message of type `reply_type` to reach the asker is decoded by `decode` into
+  // `reply` (a std::optional<Reply> of the caller's frame) on the asker's worker, only while the
+  // caller still waits: the slot that coordinates both is the runtime's (runtime/src/ask_slot.h).
+  using DecodeReply = void (*)(const Message& message, void* reply);
+  template <class Reply>
+  static void decode_reply(const Message& message, void* reply) {
+    static_cast<std::optional<Reply>*>(reply)->emplace(message.get<Reply>());
+  }
+  bool ask_erased(ActorRef to, detail::Envelope* request, SendResult encoded, std::uint64_t reply_type,
+                  DecodeReply decode, void* reply, std::chrono::nanoseconds timeout, SendResult* sent);
 
   std::unique_ptr<detail::RuntimeImpl> impl_;
 };

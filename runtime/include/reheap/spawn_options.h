@@ -95,6 +95,7 @@ inline constexpr bool kFirstIsSpawnOptions<First, Rest...> =
 // The spawn templates (Reactor::spawn, Runtime::spawn, TestRuntime::spawn) pack their arguments
 // in a tuple of references and hand this function to a non-template spawn, which calls it with
 // the new heap current so that R(args...) is built in that heap.
+using ConstructReactor = Reactor* (*)(void* packed);
 template <class R, class... Args>
 Reactor* construct_packed(void* packed) {
   return std::apply([](auto&&... a) -> Reactor* { return new R(std::forward<decltype(a)>(a)...); },

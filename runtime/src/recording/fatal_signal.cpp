@@ -63,7 +63,7 @@ const void* handler_address(const struct sigaction& action) noexcept {
                                              : reinterpret_cast<const void*>(action.sa_handler);
 }
 
-// The action a signal reaches after reheap's own reporting handlers (reheap/signal_chain.h).
+// The action a signal reaches after reheap's own reporting handlers (reheap/internal/signal_chain.h).
 const struct sigaction& final_action(const struct sigaction& action) noexcept {
   const struct sigaction* a = &action;
   while (const struct sigaction* next = reheap_handler_hands_on_to(*a)) a = next;

@@ -36,7 +36,7 @@
 #include <cstdint>
 
 #include "fatal_flush.h"
-#include "reheap/signal_chain.h"
+#include "reheap/internal/signal_chain.h"
 
 namespace reheap::detail::recording {
 

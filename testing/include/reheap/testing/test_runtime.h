@@ -133,8 +133,6 @@ class TestRuntime {
   ActorRef spawn(Args&&... args) {
     return spawn<R>(SpawnOptions{}, std::forward<Args>(args)...);
   }
-  // What the templates call; also the test host's answer to Reactor::spawn.
-  ActorRef spawn_constructed(const SpawnOptions& options, ReactorHost::Construct construct, void* arguments);
 
   // Restores a reactor from a snapshot file (of Runtime::snapshot, of a request_snapshot here or
   // on a worker) under the reference it was saved with. Its first step re-arms the timers it had
@@ -157,8 +155,6 @@ class TestRuntime {
     if (e == nullptr) return result;
     return send_envelope(from, to, e);
   }
-  // Takes the envelope (queued or freed).
-  SendResult send_envelope(ActorRef from, ActorRef to, reheap::detail::Envelope* envelope);
 
   // ---- driving ----
   bool step();               // delivers one pending event (see Order); false if none was pending
@@ -232,6 +228,11 @@ class TestRuntime {
  private:
   friend class Replay;  // Replay::continue_in hands a replayed reactor over
   struct Impl;
+  // What the spawn templates call; also the test host's answer to Reactor::spawn.
+  ActorRef spawn_constructed(const SpawnOptions& options, reheap::detail::ConstructReactor construct,
+                             void* arguments);
+  // What send_from calls. Takes the envelope (queued or freed).
+  SendResult send_envelope(ActorRef from, ActorRef to, reheap::detail::Envelope* envelope);
   void run_until_received(ActorRef probe, std::uint64_t type_id, std::chrono::nanoseconds timeout);
   void retire(ActorRef ref);  // stops `ref` without on_stop and destroys its heap
 

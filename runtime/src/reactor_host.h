@@ -1,4 +1,6 @@
-// ReactorHost: what a reactor's operations act on.
+// ReactorHost: what a reactor's operations act on. Internal: the runtime, its recorder and replay
+// driver, and the test kit's deterministic runtime implement it; a program never does, and
+// nothing here is a stable API (reactors reach it only through Reactor's operations).
 //
 // A Reactor's operations (send, start_timer, listen, now, random, spawn, ...) do nothing
 // themselves: each calls the host of the event being delivered. On a worker the host is the
@@ -22,33 +24,21 @@
 
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
+#include "reheap/reactor.h"
+#include "reheap/reactor_io.h"
 #include "reheap/snapshot_request.h"
 #include "reheap/spawn_options.h"
 
 namespace reheap {
 
-class Reactor;
 class Runtime;
-using TimerId = std::uint64_t;
-using SocketId = std::uint64_t;
-
-// What Reactor::write did. `written`: the bytes were taken (sent, or queued to be sent).
-// `above_high_water`: the socket's queue of bytes the kernel has not taken yet is above its
-// high-water mark (Reactor::set_write_high_water): the reactor should stop producing output for
-// it (pause reading, say) until on_drained. Converts to `written`, so `if (!write(...))` asks
-// whether the bytes were taken.
-struct WriteResult {
-  bool written = false;
-  bool above_high_water = false;
-  constexpr operator bool() const noexcept { return written; }  // NOLINT: implicit on purpose
-};
 
 class ReactorHost {
  public:
   virtual ~ReactorHost() = default;
 
   // Builds a child reactor in the heap current when it is called (see Reactor::spawn).
-  using Construct = Reactor* (*)(void* arguments);
+  using Construct = detail::ConstructReactor;
 
   // ---- answers ----
   // The time of the current event: read once per event on first use, then fixed for the event.

@@ -1,4 +1,5 @@
-// Asking a reactor from outside the runtime (Runtime::ask): where the answer waits.
+// Asking a reactor from outside the runtime (Runtime::ask): where the answer waits. Internal to
+// the runtime (ask.cpp); Runtime::ask reaches it through ask_erased.
 //
 // A thread that is not a worker (main, a test, an admin command) sends a request from a temporary
 // reactor, the asker, and blocks until a reply of the expected type reaches the asker. The asked
@@ -7,9 +8,11 @@
 // and wakes the thread.
 //
 // The slot lives in process memory, never in a heap, and the reply is decoded with no heap
-// current, so that neither depends on the asker's heap, which goes with the asker. Both sides hold
-// the slot through a shared_ptr: a reply that comes after the thread gave up finds the slot
-// abandoned and is dropped, and whichever side lets go last frees it.
+// current, so that neither depends on the asker's heap, which goes with the asker. The reply is
+// decoded by the asking template's `decode` into its own frame (a std::optional<Reply>), under the
+// slot's lock and only while the thread still waits: once it stops waiting (wait returned, or
+// abandon) the frame may be gone, and a late reply is dropped. Both sides hold the slot through a
+// shared_ptr, and whichever side lets go last frees it.
 #pragma once
 
 #include <atomic>
@@ -18,8 +21,6 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
-#include <optional>
-#include <utility>
 
 #include "reheap/message.h"
 
@@ -27,8 +28,9 @@ namespace reheap::detail {
 
 class AskSlot {
  public:
-  explicit AskSlot(std::uint64_t reply_type) noexcept : reply_type_(reply_type) {}
-  virtual ~AskSlot() = default;
+  using Decode = void (*)(const Message& message, void* reply);
+  AskSlot(std::uint64_t reply_type, Decode decode, void* reply) noexcept
+      : reply_type_(reply_type), decode_(decode), reply_(reply) {}
   AskSlot(const AskSlot&) = delete;
   AskSlot& operator=(const AskSlot&) = delete;
 
@@ -40,12 +42,13 @@ class AskSlot {
   // On the asking thread: waits until an answer came (true; a decode error is rethrown), the
   // asker closed or `timeout` passed (false). The slot is abandoned when this returns.
   bool wait(std::chrono::nanoseconds timeout);
-
- protected:
-  virtual void decode(const Message& message) = 0;
+  // On the asking thread, when it does not wait: no reply reaches its frame from now on.
+  void abandon() noexcept;
 
  private:
   const std::uint64_t reply_type_;
+  const Decode decode_;
+  void* const reply_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool answered_ = false;
@@ -54,18 +57,6 @@ class AskSlot {
   std::exception_ptr error_;
   std::atomic<bool> settled_{false};  // answered_ || closed_, read without the lock while spinning
   static constexpr long kSpin = 100'000;  // ns the asking thread spins before it sleeps
-};
-
-template <class Reply>
-class TypedAskSlot final : public AskSlot {
- public:
-  TypedAskSlot() noexcept : AskSlot(message_type_id<Reply>()) {}
-  // After wait() returned true.
-  Reply take() { return std::move(*reply_); }
-
- private:
-  void decode(const Message& message) override { reply_.emplace(message.get<Reply>()); }
-  std::optional<Reply> reply_;
 };
 
 }  // namespace reheap::detail

@@ -1,6 +1,10 @@
 // Signal chaining: what a handler for a fatal signal (SIGSEGV, SIGABRT, ...) needs to add its
 // report and then let the process die as it would have without it.
 //
+// Internal (reheap/internal/): shared by the heap and the runtime, which are built separately, so
+// installed with them; not a stable API, and not for programs, which never see these names in a
+// public header. Headers here may change or go with any release.
+//
 // reheap installs two such handlers, each only while its feature is in use: the stale-pointer
 // report of checked builds (heap) and the crash bundles of recorded reactors (runtime). Each
 // keeps the action installed before it and hands the signal on with forward_signal, so that the
