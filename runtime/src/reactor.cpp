@@ -57,8 +57,8 @@ void Reactor::on_message(const Message& message) {
   on_unhandled(message);
 }
 
-void Reactor::on_unhandled(const Message&) {
-  if (ReactorHost* host = detail::host_of(this)) host->count_unhandled();
+void Reactor::on_unhandled(const Message& message) {
+  if (ReactorHost* host = detail::host_of(this)) host->count_unhandled(*this, message);
 }
 
 void Reactor::on_message_error(const MessageError&) {

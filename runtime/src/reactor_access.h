@@ -29,6 +29,12 @@ struct ReactorAccess {
     return r.saved_timers_;
   }
   static std::vector<SocketId>& saved_sockets(Reactor& r) noexcept { return r.saved_sockets_; }
+  static PendingRequests& requests(Reactor& r) noexcept { return r.requests_; }
+  static RequestId request(Reactor& r, ActorRef to, Envelope* e, SendResult encoded,
+                           std::uint64_t reply_type, std::chrono::nanoseconds timeout,
+                           Continuation then) {
+    return r.request_erased(to, e, encoded, reply_type, timeout, then);
+  }
   static const std::vector<Reactor::Handler>& handlers(const Reactor& r) noexcept {
     return r.handlers_;
   }
