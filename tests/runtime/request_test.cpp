@@ -185,6 +185,39 @@ TEST(Request, ADeadOrUnknownTargetIsARefusalDeliveredAsAnEvent) {
   }
 }
 
+// A bounded mailbox that is full refuses the request: the refusal arrives as an event, with why.
+TEST(Request, AFullMailboxRefusesTheRequestAndTheContinuationSaysSo) {
+  struct Block {
+    std::uint64_t unused;
+  };
+  class Blocked : public Echo {
+   public:
+    explicit Blocked(rttest::Gate* gate) : gate_(gate) { handle<&Blocked::on_block>(); }
+    void on_block(const Block&) { gate_->pass(); }
+
+   private:
+    rttest::Gate* gate_;
+  };
+  Runtime rt(two_workers());
+  Log<Outcome> log;
+  rttest::Gate gate;
+  SpawnOptions bounded = on_worker(1);
+  bounded.mailbox.capacity = 2;
+  bounded.mailbox.overflow = OverflowPolicy::kReject;
+  const ActorRef echo = rt.spawn<Blocked>(bounded, &gate);
+  const ActorRef asker = rt.spawn<Asker>(on_worker(0), &log);
+  ASSERT_EQ(rt.send(echo, Block{0}), SendResult::kOk);
+  ASSERT_TRUE(gate.wait_entered());
+  ASSERT_EQ(rt.send(echo, Ping{1}), SendResult::kOk);
+  ASSERT_EQ(rt.send(echo, Ping{2}), SendResult::kOk);
+  rt.send(asker, go(echo, 1, false, 60s));
+  ASSERT_TRUE(log.wait_size(1));
+  gate.open();
+  EXPECT_FALSE(log.items()[0].ok);
+  EXPECT_EQ(log.items()[0].error, RequestError::kRefused);
+  EXPECT_EQ(log.items()[0].refusal, SendResult::kMailboxFull);
+}
+
 TEST(Request, AReplyAfterTheTimeoutIsDroppedAndCounted) {
   Runtime rt(two_workers());
   Log<Outcome> log;
