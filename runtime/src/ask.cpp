@@ -9,6 +9,7 @@
 #include "reheap/runtime.h"
 #include "ask_slot.h"
 #include "envelope.h"
+#include "reactor_access.h"
 #include "runtime_impl.h"
 #include "worker.h"
 
@@ -39,8 +40,9 @@ void AskSlot::abandon() noexcept {
   abandoned_ = true;
 }
 
-void AskSlot::close() noexcept {
+void AskSlot::close(SendResult refusal) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!answered_ && !closed_) refusal_.store(refusal, std::memory_order_release);
   closed_ = true;
   settled_.store(true, std::memory_order_release);
   changed_.notify_all();
@@ -73,19 +75,43 @@ bool AskSlot::wait(std::chrono::nanoseconds timeout) {
 
 namespace {
 
-// Spawned for one ask: the request goes out under its reference, and the first message of the
-// reply type that comes back is the answer. It holds the slot, which is process memory, so it must
-// never be snapshotted; nothing outside this file knows its type or asks for that.
+// Spawned for one ask: it sends the request with Reactor::request in on_start and hands the
+// outcome to the slot. It holds the slot, which is process memory, and the request's envelope
+// until on_start sends it, so it must never be snapshotted; nothing outside this file knows its
+// type or asks for that.
 class Asker final : public Reactor {
  public:
-  explicit Asker(std::shared_ptr<AskSlot> slot) noexcept : slot_(std::move(slot)) {}
+  Asker(std::shared_ptr<AskSlot> slot, ActorRef to, Envelope* request, std::uint64_t reply_type,
+        std::chrono::nanoseconds timeout) noexcept
+      : slot_(std::move(slot)), to_(to), request_(request), reply_type_(reply_type),
+        timeout_(timeout) {}
+  ~Asker() override {
+    if (request_ != nullptr) free_envelope(request_);  // stopped before on_start
+  }
+  void on_start() override {
+    Envelope* e = std::exchange(request_, nullptr);
+    ReactorAccess::request(*this, to_, e, SendResult::kOk, reply_type_, timeout_, &Asker::answered);
+  }
+  // A reply sent as a plain message to sender() (see ask_slot.h).
   void on_message(const Message& message) override {
     if (slot_->deliver(message)) stop();
   }
   void on_stop() override { slot_->close(); }
 
  private:
+  static void answered(Reactor& self, const RequestOutcome& outcome) {
+    Asker& asker = static_cast<Asker&>(self);
+    if (outcome.reply == nullptr || !asker.slot_->deliver(*outcome.reply)) {
+      asker.slot_->close(outcome.error == RequestError::kRefused ? outcome.refusal : SendResult::kOk);
+    }
+    asker.stop();
+  }
+
   std::shared_ptr<AskSlot> slot_;
+  ActorRef to_;
+  Envelope* request_;
+  std::uint64_t reply_type_;
+  std::chrono::nanoseconds timeout_;
 };
 
 }  // namespace
@@ -118,21 +144,22 @@ bool Runtime::ask_erased(ActorRef to, detail::Envelope* request, SendResult enco
   auto slot = std::make_shared<detail::AskSlot>(reply_type, decode, reply);
   ActorRef asker;
   try {
-    asker = spawn<detail::Asker>(options, slot);
+    asker = spawn<detail::Asker>(options, slot, to, request, reply_type, timeout);
   } catch (...) {
+    // `reply` lies in the caller's frame: no reply may reach it once this returns.
+    slot->abandon();
+    // The asker may have been built, and freed the request with it: not freed again here.
+    request = nullptr;
     // Shutdown began between the check and the spawn.
     if (!impl_->accepting.load()) return refuse(SendResult::kShuttingDown);
     refuse(SendResult::kOk);
     throw;
   }
-  const SendResult result = detail::send_as(*impl_, asker, to, request, SendResult::kOk);
-  if (sent != nullptr) *sent = result;
-  // An asker that took an answer (decodable or not) stops itself; a stop sent to it as well would
-  // end as a dead letter.
-  // `reply` lies in the caller's frame: no reply may reach it after this returns, which wait
-  // ensures when it runs, and abandon when it does not.
-  if (result != SendResult::kOk) slot->abandon();
-  const bool answered = result == SendResult::kOk && slot->wait(timeout);
+  // The asker owns the request now: it sends it in on_start, or frees it if it never starts.
+  const bool answered = slot->wait(timeout);
+  if (sent != nullptr) *sent = answered ? SendResult::kOk : slot->refusal();
+  // An asker that had an outcome stops itself; a stop sent to it as well would end as a dead
+  // letter.
   if (!answered) stop(asker);
   return answered;
 }

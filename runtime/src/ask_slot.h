@@ -1,9 +1,11 @@
 // Asking a reactor from outside the runtime (Runtime::ask): where the answer waits. Internal to
 // the runtime (ask.cpp); Runtime::ask reaches it through ask_erased.
 //
-// A thread that is not a worker (main, a test, an admin command) sends a request from a temporary
-// reactor, the asker, and blocks until a reply of the expected type reaches the asker. The asked
-// reactor answers as it answers any reactor: to sender(), in the handler or later. The slot is
+// A thread that is not a worker (main, a test, an admin command) has a temporary reactor, the
+// asker, send the request with Reactor::request (request.h: one correlation mechanism for both),
+// and blocks until the request's outcome reaches the asker. The asked reactor answers with
+// reply(); a plain send of the reply type to sender() answers too, for repliers that answer any
+// message that way (the asker has only the one request, so nothing is ambiguous). The slot is
 // what the blocked thread and the asker share: the asker decodes the reply into it on its worker
 // and wakes the thread.
 //
@@ -34,11 +36,15 @@ class AskSlot {
   AskSlot(const AskSlot&) = delete;
   AskSlot& operator=(const AskSlot&) = delete;
 
+  std::uint64_t reply_type() const noexcept { return reply_type_; }
   // On the asker's worker. A message of the reply type, while the thread still waits, is decoded
   // (a MessageError or bad_alloc is kept for the thread) and wakes it: true. Anything else: false.
   bool deliver(const Message& message);
-  // On the asker's worker: the asker stops without an answer (shutdown, or the thread gave up).
-  void close() noexcept;
+  // On the asker's worker: the asker stops without an answer (shutdown, the thread gave up, a
+  // timeout), or its request was refused (`refusal`: why).
+  void close(SendResult refusal = SendResult::kOk) noexcept;
+  // After wait() returned false: why the request was not delivered, kOk if it was.
+  SendResult refusal() const noexcept { return refusal_.load(std::memory_order_acquire); }
   // On the asking thread: waits until an answer came (true; a decode error is rethrown), the
   // asker closed or `timeout` passed (false). The slot is abandoned when this returns.
   bool wait(std::chrono::nanoseconds timeout);
@@ -55,6 +61,7 @@ class AskSlot {
   bool closed_ = false;
   bool abandoned_ = false;
   std::exception_ptr error_;
+  std::atomic<SendResult> refusal_{SendResult::kOk};
   std::atomic<bool> settled_{false};  // answered_ || closed_, read without the lock while spinning
   static constexpr long kSpin = 100'000;  // ns the asking thread spins before it sleeps
 };

@@ -17,6 +17,10 @@ namespace reheap::detail {
 // a blocking Runtime operation's command (mailbox_command.h).
 enum class SystemMessage : std::uint64_t { kStop = 1, kSnapshot = 2, kCommand = 3 };
 
+// What a message is in a request/reply exchange (reheap/request.h). Part of the recording format
+// (RECORDING_FORMAT.md, record kind 30): never renumber.
+enum Exchange : std::uint8_t { kPlainMessage = 0, kRequestMessage = 1, kReplyMessage = 2 };
+
 struct Envelope {
   Envelope* next;            // the mailbox's link (see mailbox.h)
   std::uint64_t receiver;    // ActorRef value: a recycled cell drops what was not meant for it
@@ -25,8 +29,9 @@ struct Envelope {
   std::uint32_t size;        // payload bytes
   Encoding encoding;
   std::uint8_t counted;  // the sender counted it in the receiver's bounded_length
-  std::uint8_t reserved[2];
-  std::uint64_t reserved2;
+  std::uint8_t exchange;  // Exchange: a plain message, a request or a reply (request.h)
+  std::uint8_t reserved;
+  std::uint64_t correlation;  // the request's id (RequestId) for a request or a reply, else 0
 
   void* payload() noexcept { return this + 1; }
   const void* payload() const noexcept { return this + 1; }
@@ -39,6 +44,7 @@ struct MessageAccess {
   static Message of(const Envelope& e) noexcept {
     return Message(e, e.type_id, e.encoding, e.size, e.payload());
   }
+  static const Envelope& envelope(const Message& m) noexcept { return *m.e_; }
 };
 
 // Allocates an envelope for `size` payload bytes (null when the message allocator is exhausted)

@@ -2,6 +2,7 @@
 #include "reheap/event.h"
 
 #include "reheap/reactor.h"
+#include "request_table.h"
 
 namespace reheap {
 
@@ -26,9 +27,14 @@ const char* hook_name(EventKind kind) noexcept {
 void deliver_to(Reactor& reactor, const Event& event) {
   switch (event.kind) {
     case EventKind::kStart: reactor.on_start(); return;
-    case EventKind::kRestored: reactor.on_restored(); return;
-    case EventKind::kMessage: reactor.on_message(*event.message); return;
-    case EventKind::kTimer: reactor.on_timer(event.timer); return;
+    case EventKind::kRestored:
+      detail::fail_requests_on_restore(reactor);
+      reactor.on_restored();
+      return;
+    case EventKind::kMessage: detail::deliver_message(reactor, *event.message); return;
+    case EventKind::kTimer:
+      if (!detail::deliver_request_timer(reactor, event.timer)) reactor.on_timer(event.timer);
+      return;
     case EventKind::kAccept: reactor.on_accept(event.socket, event.connection); return;
     case EventKind::kConnect: reactor.on_connect(event.socket, event.error); return;
     case EventKind::kData: reactor.on_data(event.socket, event.data); return;

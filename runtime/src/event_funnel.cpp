@@ -8,6 +8,7 @@
 #include "reactor_scope.h"
 #include "recorder.h"
 #include "reheap/heap_scope.h"
+#include "request_table.h"
 #include "type_name.h"
 #include "worker.h"
 
@@ -51,7 +52,7 @@ void guarded(Cell* c, EventKind kind, Hook&& hook) {
 bool EventFunnel::deliver_message(Cell* c, const Message& message) {
   live_.begin(c);
   ReactorAccess::events(*c->reactor)++;
-  guarded(c, EventKind::kMessage, [&] { c->reactor->on_message(message); });
+  guarded(c, EventKind::kMessage, [&] { detail::deliver_message(*c->reactor, message); });
   c->stats.events++;
   return !c->supervision.failed && c->state == CellState::kLive;
 }
@@ -68,7 +69,7 @@ bool EventFunnel::deliver(Cell* c, const Event& event) {
     ReactorAccess::events(*c->reactor)++;
     guarded(c, event.kind, [&] {
       if (event.kind == EventKind::kMessage) [[likely]] {
-        c->reactor->on_message(*event.message);  // deliver_to's most frequent case, without the call
+        detail::deliver_message(*c->reactor, *event.message);  // deliver_to's most frequent case, inline
       } else {
         deliver_to(*c->reactor, event);
       }

@@ -47,7 +47,8 @@ class LiveHost final : public ReactorHost {
   void set_reading(SocketId socket, bool on) override;
   void set_write_high_water(SocketId socket, std::size_t bytes) override;
 
-  void count_unhandled() noexcept override { cell_->stats.unhandled++; }
+  void count_unhandled(const Reactor& reactor, const Message& message) noexcept override;
+  void count_late_reply() noexcept override { cell_->stats.late_replies++; }
   void count_decode_error() noexcept override { cell_->stats.decode_errors++; }
 
  private:

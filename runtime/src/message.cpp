@@ -104,6 +104,8 @@ Envelope* new_envelope(std::uint64_t type_id, Encoding encoding, std::size_t siz
   e->next = nullptr;
   e->receiver = 0;
   e->sender = 0;
+  e->exchange = kPlainMessage;
+  e->correlation = 0;
   e->type_id = type_id;
   e->size = static_cast<std::uint32_t>(size);
   e->encoding = encoding;

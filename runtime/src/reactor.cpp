@@ -21,21 +21,21 @@ Reactor::Reactor() { new (state_) detail::ReactorBookkeeping(); }
 
 Reactor::~Reactor() { ReactorAccess::book(*this).~ReactorBookkeeping(); }
 
-namespace {
-
 // require_current's slow path, kept out of it: building the message needs a frame and saved
-// registers, which every send paid for when they were in one function.
-[[noreturn, gnu::noinline, gnu::cold]] void throw_outside_hooks(const char* operation) {
+// registers, which every send would pay for if they were in one function.
+void detail::throw_outside_hooks(const char* operation) {
   HeapScope system(nullptr);
   throw std::logic_error(std::string("reheap::Reactor::") + operation +
                          ": called outside this reactor's hooks (operations are valid only "
                          "while one of its hooks runs, on the thread delivering it)");
 }
 
+namespace {
+
 // The host of the event being delivered to `reactor` on this thread; throws outside its hooks.
 [[gnu::always_inline]] inline ReactorHost& require_current(const Reactor* reactor, const char* operation) {
   ReactorHost* host = detail::host_of(reactor);
-  if (host == nullptr) [[unlikely]] throw_outside_hooks(operation);
+  if (host == nullptr) [[unlikely]] detail::throw_outside_hooks(operation);
   return *host;
 }
 
@@ -45,7 +45,7 @@ SendResult Reactor::send_encoded(ActorRef to, detail::Envelope* envelope) {
   ReactorHost* host = detail::host_of(this);
   if (host == nullptr) [[unlikely]] {
     detail::free_envelope(envelope);
-    throw_outside_hooks("send");
+    detail::throw_outside_hooks("send");
   }
   return host->send(to, envelope);
 }
@@ -78,8 +78,8 @@ void Reactor::on_message(const Message& message) {
   on_unhandled(message);
 }
 
-void Reactor::on_unhandled(const Message&) {
-  if (ReactorHost* host = detail::host_of(this)) host->count_unhandled();
+void Reactor::on_unhandled(const Message& message) {
+  if (ReactorHost* host = detail::host_of(this)) host->count_unhandled(*this, message);
 }
 
 void Reactor::on_message_error(const MessageError&) {

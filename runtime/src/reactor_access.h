@@ -14,6 +14,9 @@
 
 namespace reheap::detail {
 
+// Throws the std::logic_error of a Reactor operation called outside the reactor's hooks.
+[[noreturn, gnu::noinline, gnu::cold]] void throw_outside_hooks(const char* operation);
+
 struct ReactorAccess {
   using SavedTimer = ReactorBookkeeping::SavedTimer;
   using Handler = ReactorBookkeeping::Handler;
@@ -40,6 +43,12 @@ struct ReactorAccess {
   static std::vector<SavedTimer>& saved_timers(Reactor& r) noexcept { return book(r).saved_timers; }
   static std::vector<SocketId>& saved_sockets(Reactor& r) noexcept { return book(r).saved_sockets; }
   static const std::vector<Handler>& handlers(const Reactor& r) noexcept { return book(r).handlers; }
+  static PendingRequests& requests(Reactor& r) noexcept { return book(r).requests; }
+  static RequestId request(Reactor& r, ActorRef to, Envelope* e, SendResult encoded,
+                           std::uint64_t reply_type, std::chrono::nanoseconds timeout,
+                           Continuation then) {
+    return r.request_erased(to, e, encoded, reply_type, timeout, then);
+  }
   // Where magic, self, events and recording_id lie in a Reactor, to read them from a snapshot's
   // bytes without restoring it (read_saved_reactor in reactor_snapshot.h).
   struct Offsets {

@@ -14,11 +14,30 @@
 
 #include "reheap/message.h"
 #include "reheap/reactor.h"
+#include "reheap/request.h"
 
 namespace reheap::detail {
 
 // Written into every Reactor at construction; a restored root that lacks it is not a reactor.
 inline constexpr std::uint64_t kReactorMagic = 0x5245414354524852ull;  // "RHRTCAER"
+
+// One pending request, in the asker's heap.
+struct PendingRequest {
+  RequestId id;
+  std::uint64_t reply_type;  // message_type_id<Reply>
+  TimerId timer;             // the timeout, or the prompt timer that delivers `failed`
+  Continuation then;
+  RequestError failed;       // kNone while waiting for the reply; else delivered when `timer` fires
+  SendResult refusal;
+};
+
+// The asker's table of pending requests (in the reactor's bookkeeping, so in its heap). Linear in the
+// number of pending requests per reply and per timer event: requests are expected to be few per
+// reactor at a time (hundreds, not millions).
+struct PendingRequests {
+  std::vector<PendingRequest> pending;
+  std::uint64_t next = 0;  // the counter under the epoch (high 32 bits); 0: no request yet
+};
 
 struct ReactorBookkeeping {
   // A handler registered with Reactor::handle<&R::fn>().
@@ -45,6 +64,7 @@ struct ReactorBookkeeping {
   std::uint64_t recording_id = 0;     // of the recording this reactor is part of, 0 if none
   std::vector<SavedTimer> saved_timers;
   std::vector<SocketId> saved_sockets;
+  PendingRequests requests;  // the requests this reactor asked and waits for (request.h)
 };
 
 }  // namespace reheap::detail

@@ -70,8 +70,11 @@ class ReactorHost {
   virtual void set_write_high_water(SocketId socket, std::size_t bytes) = 0;
 
   // ---- statistics the base class's default handlers keep ----
-  virtual void count_unhandled() noexcept {}
+  // A message no handler took; the runtime's host also reports its type once per reactor type.
+  virtual void count_unhandled(const Reactor& /*reactor*/, const Message& /*message*/) noexcept {}
   virtual void count_decode_error() noexcept {}
+  // A reply whose request was no longer pending, dropped (request.h).
+  virtual void count_late_reply() noexcept {}
 };
 
 // "This thread now delivers an event to `reactor` through `host`": its operations go to `host`.

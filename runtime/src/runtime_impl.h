@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cell_table.h"
+#include "unhandled_report.h"
 #include "reheap/runtime.h"
 #include "worker.h"
 
@@ -49,6 +50,7 @@ class RuntimeImpl {
   std::atomic<std::uint64_t> placement_moves{0};   // RuntimeStats::placement_moves
   std::atomic<std::uint32_t> next_worker{0};
   bool shut_down = false;
+  UnhandledReport unhandled;  // RuntimeConfig::on_unhandled
 
   // Heaps of spawns whose constructor threw while something still lived in them: the exception's
   // own data, such as std::runtime_error's message, is allocated there (the constructor runs with

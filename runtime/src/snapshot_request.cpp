@@ -124,6 +124,8 @@ void send_snapshot_request(Cell* requester, SnapshotRequestId id, ActorRef targe
       e->next = nullptr;
       e->receiver = 0;
       e->sender = 0;
+      e->exchange = kPlainMessage;
+      e->correlation = 0;
       e->type_id = static_cast<std::uint64_t>(SystemMessage::kSnapshot);
       e->size = static_cast<std::uint32_t>(size);
       e->encoding = Encoding::kSystem;

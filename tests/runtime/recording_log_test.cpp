@@ -508,6 +508,31 @@ TEST(RecordingLog, AVersion1LogIsReadAndHasNoChunkRecords) {
   EXPECT_NE(std::string(e.what()).find("unknown record kind 50"), std::string::npos) << e.what();
 }
 
+// A message of a request/reply exchange keeps its exchange and request id (kind 30, version 4);
+// a log of version 3 has no such kind.
+TEST(RecordingLog, ACorrelatedMessageKeepsItsExchangeAndRequestIdFromVersion4On) {
+  TempDir dir;
+  for (const std::uint8_t exchange : {1, 2}) {
+    LogRecord m = make(RecordKind::kMessage);
+    m.ref = ActorRef(0x55);
+    m.type_id = 0x77;
+    m.bytes = "abc";
+    m.length = 3;
+    m.has_bytes = true;
+    m.result = exchange;
+    m.id = 0x1234'5678'0000'0009ull;
+    LogReader reader(write_event(dir, "v4-" + std::to_string(exchange) + ".rlog", 4, m));
+    LogRecord r;
+    ASSERT_TRUE(reader.next(r));
+    ASSERT_TRUE(reader.next(r));
+    expect_same(r, m);
+    EXPECT_FALSE(reader.next(r));
+    const RecordingError e = read_until_error(write_event(dir, "v3-" + std::to_string(exchange) + ".rlog", 3, m));
+    EXPECT_EQ(e.code(), RecordingErrc::kCorrupt);
+    EXPECT_NE(std::string(e.what()).find("unknown record kind 30"), std::string::npos) << e.what();
+  }
+}
+
 TEST(RecordingLog, AChunkRecordOfNoHalfOrNoChunksIsCorrupt) {
   TempDir dir;
   const RecordingError half = read_until_error(write_event(dir, "half.rlog", 2, chunk_record(2, 5, 1)));

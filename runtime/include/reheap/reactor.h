@@ -61,6 +61,7 @@
 #include "reheap/actor_ref.h"
 #include "reheap/message.h"
 #include "reheap/reactor_io.h"
+#include "reheap/request.h"
 #include "reheap/snapshot_request.h"
 #include "reheap/spawn_options.h"
 
@@ -160,6 +161,41 @@ class Reactor {
   TimerId start_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period = {});
   void cancel_timer(TimerId id);  // no-op for a timer that already fired or was cancelled
 
+  // ---- request and reply (request.h) ----
+  // Sends `value` to `to` as a request and returns its id at once; exactly one
+  // Response<Reply> later reaches `Then`, a member `void (R::*)(const Response<Reply>&)` of this
+  // reactor's class, as an event of this reactor: the reply, or a timeout after `timeout`, or
+  // the send's refusal. Throws std::invalid_argument for a negative timeout; one above ten years
+  // is ten years.
+  template <auto Then, class Request>
+  RequestId request(ActorRef to, const Request& value, std::chrono::nanoseconds timeout) {
+    using Then_ = RequestThen<decltype(Then)>;
+    detail::name_message_type<Request>();
+    detail::name_message_type<typename Then_::Reply>();
+    SendResult encoded = SendResult::kOk;
+    detail::Envelope* e = detail::encode(value, &encoded);
+    return request_erased(to, e, encoded, message_type_id<typename Then_::Reply>(), timeout,
+                          &Then_::template invoke<Then>);
+  }
+  // Answers the message being handled (in on_message or a typed handler) with `value`. A message
+  // that was not sent with request() gets `value` as a plain send to its sender. Throws
+  // std::logic_error when no message is being handled.
+  template <class T>
+  SendResult reply(const T& value) {
+    return reply(reply_address(), value);
+  }
+  // Answers later: keep reply_address() of the message being handled in the heap, and reply to it
+  // from any hook.
+  template <class T>
+  SendResult reply(const ReplyAddress& to, const T& value) {
+    SendResult encoded = SendResult::kOk;
+    detail::Envelope* e = detail::encode(value, &encoded);
+    return reply_erased(to, e, encoded);
+  }
+  ReplyAddress reply_address() const;
+  // Requests sent and not yet answered, timed out or failed.
+  std::size_t requests_pending() const noexcept;
+
   // TCP. Addresses are numeric IPv4 or IPv6 ("127.0.0.1", "::1"). Errors throw std::system_error.
   // reuse_port lets several listeners (on several workers) share one port: the kernel spreads
   // connections among them.
@@ -254,6 +290,47 @@ class Reactor {
     }
   };
 
+  // A request's continuation: decodes the reply into this reactor's heap and calls Fn.
+  template <class F>
+  struct RequestThen;
+  template <class R, class T>
+  struct RequestThen<void (R::*)(const Response<T>&)> {
+    using Reply = T;
+    template <auto Fn>
+    static void invoke(Reactor& self, const detail::RequestOutcome& o) {
+      R& r = static_cast<R&>(self);
+      if (o.reply == nullptr) {
+        (r.*Fn)(Response<T>(o.id, nullptr, o.error, o.refusal));
+        return;
+      }
+      const Response<T> bad(o.id, nullptr, RequestError::kBadReply, SendResult::kOk);
+      if constexpr (kRawMessage<T>) {
+        const T* value = nullptr;
+        try {
+          value = &o.reply->view<T>();
+        } catch (const MessageError&) {
+          (r.*Fn)(bad);
+          return;
+        }
+        (r.*Fn)(Response<T>(o.id, value, RequestError::kNone, SendResult::kOk));
+      } else {
+        std::optional<T> value;
+        try {
+          value.emplace(o.reply->get<T>());
+        } catch (const MessageError&) {
+          (r.*Fn)(bad);
+          return;
+        }
+        (r.*Fn)(Response<T>(o.id, &*value, RequestError::kNone, SendResult::kOk));
+      }
+    }
+  };
+  // request and reply without their types: each takes `e` (null: encoding failed with `encoded`).
+  RequestId request_erased(ActorRef to, detail::Envelope* e, SendResult encoded,
+                           std::uint64_t reply_type, std::chrono::nanoseconds timeout,
+                           detail::Continuation then);
+  SendResult reply_erased(const ReplyAddress& to, detail::Envelope* e, SendResult encoded);
+
   void add_handler(std::uint64_t type_id, Thunk thunk);
   // The templates' doors to the host of the event being handled (they throw std::logic_error
   // outside this reactor's hooks): one call each, as the inline host lookup they replace was.
@@ -267,7 +344,7 @@ class Reactor {
   // processes. Its type is the runtime's own (runtime/src/reactor_state.h); it lies here, in the
   // reactor, rather than behind a pointer, so that reaching it costs no load on the hot path. Its
   // size is checked against that type where the type is defined.
-  static constexpr std::size_t kStateBytes = 136;
+  static constexpr std::size_t kStateBytes = 168;
   alignas(std::uint64_t) std::byte state_[kStateBytes];
   ActorRef self_;
 };

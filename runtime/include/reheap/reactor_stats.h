@@ -18,6 +18,7 @@ struct ReactorStats {
   std::uint64_t dropped = 0;          // dropped by kDropOldest
   std::uint64_t decode_errors = 0;    // messages its typed handlers could not decode
   std::uint64_t unhandled = 0;        // messages no handler took
+  std::uint64_t late_replies = 0;     // replies dropped: their request had timed out (request.h)
   std::uint64_t events = 0;           // handler calls of every kind
   std::uint64_t handler_ns = 0;       // time spent in its handlers
   std::uint64_t max_handler_ns = 0;   // the longest run of consecutive handler calls

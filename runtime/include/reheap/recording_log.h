@@ -33,9 +33,10 @@
 namespace reheap {
 
 // Version 2 added the chunk record, version 3 the mark of a block whose last event goes on in the
-// next one; the reader reads versions 1 to 3 (a version 1 log simply has no chunk records, and a
-// log before version 3 cannot say whether its last event was cut).
-inline constexpr std::uint32_t kRecordingFormatVersion = 3;
+// next one, version 4 the correlated message record (request/reply); the reader reads versions 1
+// to 4 (a version 1 log simply has no chunk records, a log before version 3 cannot say whether its
+// last event was cut, and one before version 4 holds no request or reply).
+inline constexpr std::uint32_t kRecordingFormatVersion = 4;
 inline constexpr std::uint32_t kOldestRecordingFormatVersion = 1;
 // A block is flushed once its body reaches this size (or when asked, e.g. before a snapshot).
 inline constexpr std::size_t kLogBlockBytes = std::size_t{64} << 10;
@@ -54,6 +55,10 @@ enum class RecordKind : std::uint8_t {
   kEnd = 10,         // id = socket
   kDrained = 11,     // id = socket
   kAcceptError = 12, // id = the listener, error
+  // On the wire only: a message of a request/reply exchange (reheap/request.h). The reader hands
+  // it back as kMessage with result = the exchange (1 request, 2 reply) and id = the request's id;
+  // the writer writes a kMessage record whose result is not 0 as this kind. Version 4 on.
+  kCorrelatedMessage = 30,
   // ---- answers and outputs of the current event, in call order ----
   kSystemNow = 32,   // value[0]: ns since the Unix epoch
   kSteadyNow = 33,   // value[0]: ns of the steady clock
@@ -107,13 +112,15 @@ struct LogRecord {
   ActorRef ref{};              // message sender, send target, spawn result, snapshot target
   std::uint64_t type_id = 0;   // message, send
   Encoding encoding = Encoding::kRaw;
-  std::uint64_t id = 0;        // timer, socket (the listener for accept), snapshot request id
+  std::uint64_t id = 0;        // timer, socket (the listener for accept), snapshot request id,
+                               // message: its request id (with result = its exchange)
   std::uint64_t connection = 0;  // accept
   std::uint64_t value[2] = {0, 0};
   std::uint16_t port = 0;
   ErrorCategory error_category = ErrorCategory::kNone;  // connect, closed
   int error_value = 0;
-  std::uint8_t result = 0;     // send: SendResult; write: 1 if written
+  std::uint8_t result = 0;     // send: SendResult; write: 1 if written; message: 0 plain,
+                               // 1 request, 2 reply
   std::uint64_t length = 0;    // message, data, send, write: the payload's length
   bool has_digest = false;     // send, write
   std::uint64_t digest = 0;    // send, write (XXH3-64 of the payload), state hash

@@ -76,6 +76,15 @@ namespace reheap {
 
 enum class Placement : std::uint8_t { kLocality, kFixed };
 
+// A message type a reactor type has no handler for, reported the first time one reaches a
+// reactor of that type (RuntimeConfig::on_unhandled).
+struct UnhandledMessage {
+  ActorRef reactor;                // the reactor that got it first
+  std::string reactor_type;        // its C++ class, demangled
+  std::uint64_t message_type_id = 0;
+  std::string message_type;        // message_type_name_of, or "type id 0x..." if unknown
+};
+
 struct RuntimeConfig {
   int workers = 0;  // 0: the number of CPUs
   // Messages a reactor handles per turn before the worker moves to the next ready reactor. Each
@@ -99,6 +108,11 @@ struct RuntimeConfig {
   // empty, a failure whose reactor has no SpawnOptions::supervisor either is printed on stderr
   // (one line: the reactor, the hook, the exception, stopped or restarted).
   std::function<void(const ReactorFailed&)> on_failure{};
+  // A message no handler took (Reactor::on_unhandled's default), once per reactor type and
+  // message type in this runtime, on the reactor's worker with no heap current; must not block.
+  // Left empty, it is printed on stderr (one line naming both types). Every one is counted in
+  // ReactorStats::unhandled either way.
+  std::function<void(const UnhandledMessage&)> on_unhandled{};
   // The process's node identity (node_identity.h), which every ActorRef minted here carries and
   // which decides where the process's heaps lie in the zone: the node id (0..63; -1: REHEAP_NODE,
   // or 0) and a directory keeping the node's incarnation counter and the registry of the
@@ -182,19 +196,18 @@ class Runtime {
     return detail::send_outside(impl_.get(), to, e, result);
   }
 
-  // Asks a reactor from a thread outside the runtime and blocks for the answer: sends `request`
-  // to `to` from a reactor spawned for this call (the asker, named "ask") and waits until a
-  // message of type Reply reaches the asker, or `timeout` passes. The asked reactor answers as it
-  // answers any reactor: to sender(), in the handler or later; the asker ignores messages of other
-  // types. Returns the reply; nullopt if none came in time, the runtime shut down meanwhile, or
-  // the request was refused: `*sent` (if given) says which (kOk: it was delivered; else why not:
-  // kNoSuchReactor, kMailboxFull, kShuttingDown, ...). A reply that does not decode as Reply
-  // throws MessageError. The asker stops when ask returns: a later answer is refused
-  // (kNoSuchReactor) and lost. Each call spawns and stops a reactor on the asked reactor's worker,
+  // Asks a reactor from a thread outside the runtime and blocks for the answer: a reactor spawned
+  // for this call (the asker, named "ask") sends `request` to `to` with Reactor::request
+  // (request.h), and the thread waits until its outcome, or `timeout` passes. The asked reactor
+  // answers with reply(), or with a plain send of a Reply to sender(), in the handler or later;
+  // the asker ignores messages of other types. Returns the reply; nullopt if none came in time,
+  // the runtime shut down meanwhile, or the request was refused: `*sent` (if given) says which
+  // (kOk: it was delivered; else why not: kNoSuchReactor, kMailboxFull, kShuttingDown, ...). A
+  // reply that does not decode as Reply throws MessageError. The asker stops when ask returns: a
+  // later answer is dropped. Each call spawns and stops a reactor on the asked reactor's worker,
   // and the calling thread spins up to 0.1 ms for the answer before it sleeps: it is for main,
-  // tests, tools and admin paths, not a reactor's hot path (docs/benchmarks.md, "Ask"). A
-  // reactor sends its request and handles the answer as a message instead; on a worker ask
-  // throws std::logic_error.
+  // tests, tools and admin paths, not a reactor's hot path (docs/benchmarks.md, "Ask"). A reactor
+  // uses Reactor::request instead; on a worker ask throws std::logic_error.
   template <class Reply, class Request>
   std::optional<Reply> ask(ActorRef to, const Request& request,
                            std::chrono::nanoseconds timeout = std::chrono::seconds(1),

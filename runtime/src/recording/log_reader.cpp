@@ -263,6 +263,20 @@ struct LogReader::State {
         r.length = r.bytes.size();
         r.has_bytes = true;
         return;
+      case RecordKind::kCorrelatedMessage:
+        // Read as the message it is, with its exchange and id (version 4 on).
+        if (header.version < 4) break;
+        r.kind = RecordKind::kMessage;
+        r.ref = ref();
+        type(r);
+        r.result = byte();
+        if (r.result != 1 && r.result != 2) corrupt("a correlated message neither request nor reply");
+        r.id = varint();
+        if (r.id == 0) corrupt("a correlated message of request id 0");
+        string(r.bytes);
+        r.length = r.bytes.size();
+        r.has_bytes = true;
+        return;
       case RecordKind::kTimer:
       case RecordKind::kTimerCancel:
       case RecordKind::kClose:

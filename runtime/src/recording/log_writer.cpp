@@ -52,6 +52,7 @@ const char* to_string(RecordKind kind) noexcept {
     case RecordKind::kStart: return "start";
     case RecordKind::kRestored: return "restored";
     case RecordKind::kMessage: return "message";
+    case RecordKind::kCorrelatedMessage: return "correlated_message";
     case RecordKind::kTimer: return "timer";
     case RecordKind::kAccept: return "accept";
     case RecordKind::kConnect: return "connect";
@@ -240,7 +241,10 @@ void LogWriter::append(const LogRecord& r) {
     ~Appending() { flag = false; }
   } appending(appending_);
   if (records_ == 0) block_events_before_ = events_;
-  out.push_back(static_cast<unsigned char>(r.kind));
+  // A message of a request/reply exchange goes out as its own kind, with its id (version 4 on);
+  // a plain message keeps the old kind and costs nothing more.
+  const bool correlated = r.kind == RecordKind::kMessage && r.result != 0;
+  out.push_back(static_cast<unsigned char>(correlated ? RecordKind::kCorrelatedMessage : r.kind));
   switch (r.kind) {
     case RecordKind::kStart:
     case RecordKind::kRestored:
@@ -255,10 +259,16 @@ void LogWriter::append(const LogRecord& r) {
       f.ref(ref_index(r.ref), refs, r.ref);
       const std::size_t types = types_.size();
       f.type(type_index(r.type_id, r.encoding), types, r.type_id, r.encoding);
+      if (correlated) {
+        f.byte(r.result);
+        f.varint(r.id);
+      }
       f.varint(r.bytes.size());
       f.append_to(out, r.bytes.data(), r.bytes.size());
       break;
     }
+    case RecordKind::kCorrelatedMessage:  // written from a kMessage record with `result` set
+      break;
     case RecordKind::kTimer:
     case RecordKind::kTimerCancel:
     case RecordKind::kClose:

@@ -279,6 +279,9 @@ void ReactorRecorder::write_input(const Event& event) {
     r.ref = event.message->sender();
     r.type_id = event.message->type_id();
     r.encoding = event.message->encoding();
+    const Envelope& e = MessageAccess::envelope(*event.message);
+    r.result = e.exchange;
+    r.id = e.correlation;
     r.bytes.assign(static_cast<const char*>(event.message->data()), event.message->size());
     append_record(writer_, *slot_, r);
     return;

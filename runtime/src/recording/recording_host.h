@@ -78,7 +78,10 @@ class RecordingHost final : public ReactorHost {
   bool failed() const noexcept { return !failure_.empty(); }
   std::string take_failure() { return std::exchange(failure_, std::string()); }
 
-  void count_unhandled() noexcept override { live_->count_unhandled(); }
+  void count_unhandled(const Reactor& reactor, const Message& message) noexcept override {
+    live_->count_unhandled(reactor, message);
+  }
+  void count_late_reply() noexcept override { live_->count_late_reply(); }
   void count_decode_error() noexcept override { live_->count_decode_error(); }
 
  private:

@@ -36,6 +36,8 @@ RecordedInput::RecordedInput(const LogRecord& in) {
       envelope_->type_id = in.type_id;
       envelope_->size = static_cast<std::uint32_t>(in.bytes.size());
       envelope_->encoding = in.encoding;
+      envelope_->exchange = in.result;
+      envelope_->correlation = in.id;
       if (!in.bytes.empty()) std::memcpy(envelope_->payload(), in.bytes.data(), in.bytes.size());
       message_.emplace(MessageAccess::of(*envelope_));
       event_.message = &*message_;
