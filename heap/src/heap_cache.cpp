@@ -11,7 +11,7 @@
 
 #include "current.h"
 #include "heap_fast.h"
-#include "os.h"
+#include "os/memory.h"
 #include "report.h"
 
 namespace reheap {

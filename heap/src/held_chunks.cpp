@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "os.h"
+#include "os/memory.h"
 #include "report.h"
 #include "zone_impl.h"
 

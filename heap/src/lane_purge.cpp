@@ -17,7 +17,7 @@
 #include <cstdlib>
 
 #include "heap_fast.h"
-#include "os.h"
+#include "os/memory.h"
 #include "report.h"
 
 namespace reheap::detail {

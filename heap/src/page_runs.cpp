@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "heap_fast.h"
-#include "os.h"
+#include "os/memory.h"
 #include "report.h"
 
 namespace reheap::detail {

@@ -1,3 +1,6 @@
+// The zone (zone_impl.h): reserving it, the chunk bitmaps and the owner map, acquiring and
+// releasing runs of chunks, and its statistics. Its heap cache is in zone_cache.cpp, its
+// quarantine in zone_quarantine.cpp.
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -8,7 +11,7 @@
 #include <string>
 #include <system_error>
 
-#include "os.h"
+#include "os/memory.h"
 #include "reheap/node_identity.h"
 #include "report.h"
 #include "snapshot/snapshot_registry.h"
@@ -384,147 +387,6 @@ void ZoneImpl::release_locked(std::size_t index, std::size_t count, HeapId freed
   evict_locked(quarantine_limit_, -1);
 }
 
-ZoneImpl::Cached ZoneImpl::cache(std::uintptr_t chunk, HeapId freed_by, std::size_t retained_bytes,
-                                  std::size_t heaps, std::size_t bytes) noexcept {
-  const std::size_t index = (chunk - config_.base) >> kChunkShift;
-  std::lock_guard lock(mutex_);
-  // Callers trim the cache to at most kMaxCachedHeaps entries after each caching; only callers
-  // racing to cache between those trims can find the ring full.
-  if (cache_length_ == kMaxCachedHeaps + 1) return Cached::kNoRoom;
-  // A held chunk must not be handed to the next Heap::create: it goes to the quarantine.
-  if (test(held_, index)) return Cached::kNoRoom;
-  g_zone.owners.load(std::memory_order_relaxed)[index].store(freed_by | kTombstone, std::memory_order_relaxed);
-  // At least the header page: a chunk with retained pages is a cached one (cached()).
-  const std::size_t pages = std::max<std::size_t>(retained_bytes >> kPageShift, 1);
-  retained_pages_[index] = static_cast<std::uint32_t>(pages);
-  ++cached_chunks_;
-  retained_.fetch_add(pages << kPageShift, std::memory_order_relaxed);
-  --in_use_[0];
-  cache_ring_[(cache_head_ + cache_length_++) % (kMaxCachedHeaps + 1)] = {
-      static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(pages)};
-  const bool over = cache_length_ > std::min(heaps, kMaxCachedHeaps) ||
-                    retained_.load(std::memory_order_relaxed) > bytes;
-  return over ? Cached::kOverBound : Cached::kYes;
-}
-
-ZoneImpl::CachedChunk ZoneImpl::pop_cache_head_locked() noexcept {
-  const CachedChunk e = cache_ring_[cache_head_];
-  cache_head_ = (cache_head_ + 1) % (kMaxCachedHeaps + 1);
-  --cache_length_;
-  return e;
-}
-
-void ZoneImpl::uncache_locked(std::size_t i) noexcept {
-  --cached_chunks_;
-  retained_.fetch_sub(std::size_t{retained_pages_[i]} << kPageShift, std::memory_order_relaxed);
-  retained_pages_[i] = 0;
-  ++in_use_[0];
-}
-
-std::uintptr_t ZoneImpl::reuse(std::size_t delay, HeapId* id, std::uintptr_t* next) noexcept {
-  std::lock_guard lock(mutex_);
-  *next = 0;
-  while (cache_length_ > delay) {
-    const std::size_t i = pop_cache_head_locked().chunk;
-    if (!cached(i)) continue;  // a restore took it
-    uncache_locked(i);
-    generation_[i] = (generation_[i] + 1) & 0x7fffffffu;  // as in acquire
-    if (generation_[i] == 0) generation_[i] = 1;
-    *id = make_heap_id(static_cast<std::uint32_t>(i), generation_[i]);
-    if (test(restored_, i)) set_bits(restored_, i, 1, false);  // else no write: the word is shared
-    g_zone.owners.load(std::memory_order_relaxed)[i].store(*id, std::memory_order_relaxed);
-    if (cache_length_ > delay) *next = chunk_address(cache_ring_[cache_head_].chunk);
-    return chunk_address(static_cast<std::uint32_t>(i));
-  }
-  return 0;
-}
-
-std::size_t ZoneImpl::pop_cached(std::size_t keep_heaps, std::size_t keep_bytes, CachedChunk* out,
-                                 std::size_t capacity) noexcept {
-  std::lock_guard lock(mutex_);
-  std::size_t n = 0;
-  while (n < capacity && cache_length_ != 0 &&
-         (cache_length_ > keep_heaps || retained_.load(std::memory_order_relaxed) > keep_bytes)) {
-    const CachedChunk e = pop_cache_head_locked();
-    if (!cached(e.chunk)) continue;  // a restore took it
-    uncache_locked(e.chunk);
-    out[n++] = e;
-  }
-  return n;
-}
-
-void ZoneImpl::compact_fifo_locked() noexcept {
-  // Entries whose chunks were all taken back by restores (acquire_at) stay in the ring until
-  // they reach its head; were the ring to fill with them, this drops them. Every entry kept speaks
-  // for a waiting chunk no other entry speaks for, so room is left for the new one.
-  std::size_t kept = 0;
-  for (std::size_t n = 0; n < fifo_length_; ++n) {
-    const QuarantinedRun run = fifo_[(fifo_head_ + n) % chunks_];
-    bool waiting = false;
-    for (std::size_t k = run.first; k < std::size_t{run.first} + run.count && !waiting; ++k) {
-      waiting = holds(run, k);
-    }
-    if (waiting) fifo_[(fifo_head_ + kept++) % chunks_] = run;
-  }
-  fifo_length_ = kept;
-}
-
-void ZoneImpl::unquarantine_locked(std::size_t i) noexcept {
-  const std::uintptr_t chunk = chunk_address(static_cast<std::uint32_t>(i));
-  if (test(protected_, i)) {
-    if (os::make_accessible(chunk, kChunkSize) != 0) {
-      fatal("cannot make the zone's chunk at %#lx accessible again (mprotect failed)",
-            static_cast<unsigned long>(chunk));
-    }
-    set_bits(protected_, i, 1, false);
-    --protected_chunks_;
-  } else if constexpr (kChecks) {
-    // Past kMaxProtectedChunks a checked build's stale pointer could write here; the chunk's
-    // next owner must find it zero. Release builds do not pay this second madvise per chunk (it
-    // doubled the cost of a heap's create+destroy): there, as with any allocator, a write
-    // through a stale pointer is undefined behaviour that nothing detects.
-    os::discard(chunk, kChunkSize);
-  }
-  set_bits(quarantined_, i, 1, false);
-  --quarantined_chunks_;
-  --waiting_[i < class_chunks_ ? 0 : 1];
-}
-
-void ZoneImpl::evict_locked(std::size_t keep, int half) noexcept {
-  // Oldest first. Entries whose chunks were taken back meanwhile (acquire_at) are skipped; with
-  // `half` set, entries of the other half go back to the end of the ring.
-  std::size_t visits = fifo_length_;
-  while (quarantined_chunks_ > keep && fifo_length_ != 0 && visits-- != 0) {
-    const QuarantinedRun run = fifo_[fifo_head_];
-    fifo_head_ = (fifo_head_ + 1) % chunks_;
-    --fifo_length_;
-    const int h = run.first < class_chunks_ ? 0 : 1;
-    if (half >= 0 && h != half) {
-      fifo_[(fifo_head_ + fifo_length_) % chunks_] = run;
-      ++fifo_length_;
-      continue;
-    }
-    for (std::size_t k = run.first; k < std::size_t{run.first} + run.count; ++k) {
-      if (!holds(run, k)) continue;  // taken back, or in quarantine again under a later entry
-      unquarantine_locked(k);
-      set_bits(used_, k, 1, false);
-      if (k < hint_[h]) hint_[h] = k;
-      if (k >= start_[h] && k < start_hint_[h]) start_hint_[h] = k;
-    }
-  }
-}
-
-std::size_t ZoneImpl::set_quarantine(std::size_t chunks) noexcept {
-  std::lock_guard lock(mutex_);
-  const std::size_t before = reserved() ? quarantine_limit_ : config_.quarantine_chunks;
-  config_.quarantine_chunks = chunks;
-  if (reserved()) {
-    quarantine_limit_ = std::min(chunks, chunks_ / 8);
-    evict_locked(quarantine_limit_, -1);
-  }
-  return before;
-}
-
 bool ZoneImpl::restored_here(HeapId id) const noexcept {
   std::lock_guard lock(mutex_);
   const std::uint32_t head = first_chunk_of(id);
@@ -546,11 +408,6 @@ bool ZoneImpl::in_half(Half half, std::size_t first, std::size_t count) const no
   const std::size_t begin = half == Half::kClass ? 0 : class_chunks_;
   const std::size_t end = half == Half::kClass ? class_chunks_ : chunks_;
   return reserved() && count != 0 && first >= begin && first < end && count <= end - first;
-}
-
-std::size_t ZoneImpl::quarantined() const noexcept {
-  std::lock_guard lock(mutex_);
-  return quarantined_chunks_;
 }
 
 ZoneStats ZoneImpl::stats() const noexcept {

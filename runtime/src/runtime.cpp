@@ -6,14 +6,14 @@
 #include <stdexcept>
 #include <thread>
 
-#include "mailbox_command.h"
-#include "reactor_access.h"
-#include "reactor_snapshot.h"
-#include "recording/recorder.h"
+#include "messaging/mailbox_command.h"
+#include "reactor/reactor_access.h"
+#include "checkpoint/reactor_snapshot.h"
+#include "recording/make_recorder.h"
 #include "runtime_impl.h"
-#include "tcp.h"
-#include "timer_service.h"
-#include "worker.h"
+#include "io/tcp.h"
+#include "io/timer_service.h"
+#include "scheduling/worker.h"
 
 namespace reheap {
 

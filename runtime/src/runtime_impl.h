@@ -19,10 +19,10 @@
 #include <utility>
 #include <vector>
 
-#include "cell_table.h"
-#include "unhandled_report.h"
+#include "reactor/cell_table.h"
+#include "messaging/unhandled_report.h"
 #include "reheap/runtime.h"
-#include "worker.h"
+#include "scheduling/worker.h"
 
 namespace reheap::detail {
 

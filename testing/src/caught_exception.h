@@ -4,13 +4,13 @@
 // A hook may throw anything: a std::exception (its dynamic type is the one reported:
 // "std::out_of_range", not "std::exception"), or any other object ("int"). It allocates: call it
 // with the system heap current, since what it returns outlives the reactor's event. Type names come
-// from the runtime's type_name (runtime/src/type_name.h).
+// from the runtime's type_name (runtime/src/reactor/type_name.h).
 #pragma once
 
 #include <string>
 #include <typeinfo>
 
-#include "type_name.h"  // runtime/src
+#include "reactor/type_name.h"  // runtime/src
 
 namespace reheap::testing::detail {
 

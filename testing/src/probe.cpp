@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "envelope.h"  // runtime/src
+#include "messaging/envelope.h"  // runtime/src
 #include "reheap/heap_scope.h"
 
 namespace reheap::testing {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "caught_exception.h"
-#include "reactor_access.h"  // runtime/src
+#include "reactor/reactor_access.h"  // runtime/src
 #include "reheap/heap_scope.h"
 
 namespace reheap::testing::detail {

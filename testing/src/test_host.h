@@ -23,7 +23,7 @@
 
 #include "reheap/event.h"
 #include "reheap/heap.h"
-#include "reactor_host.h"
+#include "reactor/reactor_host.h"
 #include "reheap/testing/reactor_failure.h"
 #include "reheap/testing/virtual_clock.h"
 

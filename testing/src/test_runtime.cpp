@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "reactor_access.h"  // runtime/src: self()
+#include "reactor/reactor_access.h"  // runtime/src: self()
 #include "reheap/heap_scope.h"
 #include "test_runtime_impl.h"
 

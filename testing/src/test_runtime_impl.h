@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "envelope.h"  // runtime/src
+#include "messaging/envelope.h"  // runtime/src
 #include "exclusive_use.h"
 #include "reheap/snapshot.h"
 #include "reheap/testing/test_runtime.h"

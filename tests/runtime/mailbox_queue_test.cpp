@@ -1,4 +1,4 @@
-// The mailbox's queue itself (runtime/src/mailbox.h), without a runtime: what an empty queue
+// The mailbox's queue itself (runtime/src/messaging/mailbox.h), without a runtime: what an empty queue
 // answers, the backlog counts, and, under many producer threads pushing single envelopes and
 // chains while the consumer pops, that nothing is lost and each producer's envelopes come out in
 // the order it pushed them.
@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "envelope.h"
-#include "mailbox.h"
+#include "messaging/envelope.h"
+#include "messaging/mailbox.h"
 #include "runtime_support.h"
 
 namespace reheap::detail {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "envelope.h"  // runtime/src: free_envelope and MessageAccess, for the forged envelopes below
+#include "messaging/envelope.h"  // runtime/src: free_envelope and MessageAccess, for the forged envelopes below
 #include "reheap/runtime.h"
 #include "runtime_support.h"
 

@@ -1,4 +1,4 @@
-// The placement policy (runtime.h, "Placement"; runtime/src/placement.h): a chatty pair of
+// The placement policy (runtime.h, "Placement"; runtime/src/scheduling/placement.h): a chatty pair of
 // reactors started on different workers ends up on one; pinned reactors never move; fan-in and
 // fan-out move nothing; per-sender order holds while the policy moves reactors under load;
 // RuntimeConfig::placement = kFixed turns it off.

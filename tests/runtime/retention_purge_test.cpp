@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "idle_purge.h"
+#include "scheduling/idle_purge.h"
 #include "reheap/runtime.h"
 #include "reheap/zone.h"
 #include "runtime_support.h"
@@ -150,7 +150,7 @@ bool purges_reach(Runtime& rt, std::uint64_t n) {
   return rt.stats().idle_purges >= n;
 }
 
-// Sets how long an idle worker waits before it purges (runtime/src/idle_purge.h) for a scope.
+// Sets how long an idle worker waits before it purges (runtime/src/scheduling/idle_purge.h) for a scope.
 class IdlePurgeDelay {
  public:
   explicit IdlePurgeDelay(std::chrono::milliseconds delay)

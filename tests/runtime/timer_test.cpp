@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "reactor_access.h"  // runtime/src: the timers a snapshot recorded
+#include "reactor/reactor_access.h"  // runtime/src: the timers a snapshot recorded
 #include "reheap/runtime.h"
 #include "reheap/snapshot.h"
 #include "runtime_support.h"

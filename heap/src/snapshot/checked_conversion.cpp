@@ -2,7 +2,7 @@
 // shadow rebuilt from the free lists, or discarded.
 #include "checked_conversion.h"
 
-#include "../os.h"
+#include "../os/memory.h"
 
 namespace reheap::detail::snapshot {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "../heap_fast.h"
 #include "../heap_records.h"
-#include "../os.h"
+#include "../os/memory.h"
 #include "../zone_impl.h"
 #include "checked_conversion.h"
 #include "format.h"

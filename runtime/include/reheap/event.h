@@ -1,7 +1,7 @@
 // Event: one input of a reactor, as a value.
 //
 // Everything that reaches a reactor reaches it as an Event through one door: the runtime's event
-// funnel (runtime/src/event_funnel.h) on a worker, or a replay driver (reheap::testing) on a
+// funnel (runtime/src/reactor/event_funnel.h) on a worker, or a replay driver (reheap::testing) on a
 // test's thread. The door makes the reactor's heap current, calls the hook the event's kind
 // names (deliver_to below), and is the one place where recording, replay, statistics and
 // failure handling hook in. Outputs (sends, timers, sockets, spawns) leave through the host

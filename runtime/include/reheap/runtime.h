@@ -301,7 +301,7 @@ class Runtime {
   // ask without its types: takes `request` (null: encoding failed with `encoded`) whatever happens.
   // The first message of type `reply_type` to reach the asker is decoded by `decode` into
   // `reply` (a std::optional<Reply> of the caller's frame) on the asker's worker, only while the
-  // caller still waits: the slot that coordinates both is the runtime's (runtime/src/ask_slot.h).
+  // caller still waits: the slot that coordinates both is the runtime's (runtime/src/messaging/ask_slot.h).
   using DecodeReply = void (*)(const Message& message, void* reply);
   template <class Reply>
   static void decode_reply(const Message& message, void* reply) {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "../runtime_impl.h"
-#include "../tcp.h"
-#include "../timer_service.h"
+#include "io/tcp.h"
+#include "io/timer_service.h"
 #include "reheap/process_checkpoint.h"
 #include "reheap/runtime.h"
 #include "reheap/write_tracking.h"

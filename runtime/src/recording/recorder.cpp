@@ -16,7 +16,7 @@
 // Errors: whatever fails while recording (a full disk, an anchor that cannot be written) stops
 // the recording of this reactor, counts it, and says why on stderr. The reactor runs on
 // unrecorded: a recording is a diagnosis aid and must never take down what it observes.
-#include "recorder.h"
+#include "recording/make_recorder.h"
 
 #include <unistd.h>
 
@@ -28,11 +28,11 @@
 #include <random>
 #include <typeinfo>
 
-#include "../live_host.h"
-#include "../reactor_access.h"
-#include "../reactor_snapshot.h"
-#include "../type_name.h"
-#include "../worker.h"
+#include "reactor/live_host.h"
+#include "reactor/reactor_access.h"
+#include "checkpoint/reactor_snapshot.h"
+#include "reactor/type_name.h"
+#include "scheduling/worker.h"
 #include "crash_bundle.h"
 #include "fatal_bundle.h"
 #include "fatal_flush.h"

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "../live_host.h"
-#include "../timer_state.h"
+#include "reactor/live_host.h"
+#include "io/timer_state.h"
 #include "fatal_flush.h"
 #include "reheap/recording.h"
 #include "reheap/recording_log.h"

@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "../cell.h"
-#include "../recorder.h"
+#include "reactor/cell.h"
+#include "recording/recorder.h"
 #include "chunk_plan.h"
 #include "recorded_log.h"
 #include "replay_host.h"

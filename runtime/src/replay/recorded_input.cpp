@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "../envelope.h"
+#include "messaging/envelope.h"
 #include "reheap/heap_scope.h"
 
 namespace reheap::detail::replay {

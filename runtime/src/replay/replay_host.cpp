@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "../envelope.h"
-#include "../reactor_access.h"
+#include "messaging/envelope.h"
+#include "reactor/reactor_access.h"
 #include "record_text.h"
 #include "reheap/heap_scope.h"
 

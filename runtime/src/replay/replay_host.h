@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "recorded_log.h"
-#include "../reactor_host.h"
+#include "reactor/reactor_host.h"
 
 namespace reheap::detail::replay {
 

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "reactor_access.h"    // runtime/src
-#include "reactor_snapshot.h"  // runtime/src: reactor_of
+#include "reactor/reactor_access.h"    // runtime/src
+#include "checkpoint/reactor_snapshot.h"  // runtime/src: reactor_of
 #include "recording/crash_manifest.h"  // runtime/src
 #include "replay_impl.h"
 #include "reheap/chunk_placement.h"

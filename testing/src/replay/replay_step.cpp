@@ -7,9 +7,9 @@
 #include <typeinfo>
 
 #include "../caught_exception.h"
-#include "envelope.h"        // runtime/src
+#include "messaging/envelope.h"        // runtime/src
 #include "replay/record_text.h"  // runtime/src
-#include "reactor_access.h"  // runtime/src
+#include "reactor/reactor_access.h"  // runtime/src
 #include "replay_impl.h"
 #include "reheap/heap_digest.h"
 #include "reheap/heap_scope.h"
