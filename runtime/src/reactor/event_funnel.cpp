@@ -3,13 +3,13 @@
 
 #include <new>
 
+#include "messaging/request_table.h"
 #include "reactor/host_slot.h"
 #include "reactor/reactor_access.h"
 #include "reactor/reactor_scope.h"
+#include "reactor/type_name.h"
 #include "recording/recorder.h"
 #include "reheap/heap_scope.h"
-#include "messaging/request_table.h"
-#include "reactor/type_name.h"
 #include "scheduling/worker.h"
 
 namespace reheap::detail {
@@ -34,7 +34,7 @@ namespace {
 
 // Calls `hook`, turning what it throws into the cell's failure.
 template <class Hook>
-void guarded(Cell* c, EventKind kind, Hook&& hook) {
+[[gnu::always_inline]] inline void guarded(Cell* c, EventKind kind, Hook&& hook) {
   try {
     hook();
   } catch (const std::bad_alloc& e) {
@@ -47,35 +47,58 @@ void guarded(Cell* c, EventKind kind, Hook&& hook) {
   }
 }
 
-}  // namespace
-
-bool EventFunnel::deliver_message(Cell* c, const Message& message) {
-  live_.begin(c);
+// The hook of `event`, with the reactor entered: the event counted in its heap, what it throws
+// turned into the cell's failure.
+[[gnu::always_inline]] inline void run_hook(Cell* c, const Event& event) {
   ReactorAccess::events(*c->reactor)++;
-  guarded(c, EventKind::kMessage, [&] { detail::deliver_message(*c->reactor, message); });
-  c->stats.events++;
-  return !c->supervision.failed && c->state == CellState::kLive;
+  guarded(c, event.kind, [&] {
+    if (event.kind == EventKind::kMessage) [[likely]] {
+      detail::deliver_message(*c->reactor, *event.message);  // deliver_to's most frequent case, inline
+    } else {
+      deliver_to(*c->reactor, event);
+    }
+  });
 }
 
-bool EventFunnel::deliver(Cell* c, const Event& event) {
-  if (c->state != CellState::kLive || c->reactor == nullptr || c->supervision.failed) return false;
+}  // namespace
+
+void EventFunnel::enter(Cell* c, ReactorHost* host) noexcept {
+  leave();
+  scope_.emplace(c);
+  door_.emplace(host, c->reactor);
+  entered_ = c;
+}
+
+void EventFunnel::leave_entered() noexcept {
+  door_.reset();
+  scope_.reset();
+  entered_ = nullptr;
+}
+
+bool EventFunnel::deliver_entered(Cell* c, const Event& event) {
   live_.begin(c);
-  ReactorHost* host = &live_;
+  run_hook(c, event);
+  c->stats.events++;
+  if (!c->supervision.failed && c->state == CellState::kLive) [[likely]] return true;
+  leave_entered();
+  return false;
+}
+
+bool EventFunnel::deliver_entering(Cell* c, const Event& event) {
+  if (c->state != CellState::kLive || c->reactor == nullptr || c->supervision.failed) return false;
   Recorder* recorder = c->recorder.get();
-  if (recorder != nullptr) [[unlikely]] host = recorder->begin_event(event, live_);
-  {
-    ReactorScope scope(c);
-    const HostSlotScope door(host, c->reactor);
-    ReactorAccess::events(*c->reactor)++;
-    guarded(c, event.kind, [&] {
-      if (event.kind == EventKind::kMessage) [[likely]] {
-        detail::deliver_message(*c->reactor, *event.message);  // deliver_to's most frequent case, inline
-      } else {
-        deliver_to(*c->reactor, event);
-      }
-    });
+  if (recorder == nullptr) [[likely]] {
+    enter(c, &live_);
+    return deliver_entered(c, event);
   }
-  if (recorder != nullptr) [[unlikely]] recorder->end_event(c);
+  // A recorded reactor: its recorder runs outside its heap, before and after the hook, and the
+  // hook's operations go to the host the recorder returns.
+  leave();
+  live_.begin(c);
+  enter(c, recorder->begin_event(event, live_));
+  run_hook(c, event);
+  leave();
+  recorder->end_event(c);
   c->stats.events++;
   return !c->supervision.failed && c->state == CellState::kLive;
 }

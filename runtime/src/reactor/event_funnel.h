@@ -6,12 +6,14 @@
 // the event and every answer its host gave. Messages, timers, sockets, start, restore and stop
 // all come through here; nothing else calls a hook.
 //
-// A run of messages (MessageRun + deliver_message) is the fast path of a reactor's turn when
-// nothing records it: its heap and host are made current once for the run rather than once per
-// message (entering and leaving them were ~10% of a streaming receiver's time); every message
-// still gets its own event: fresh time answers, the event count, the failure handling.
+// A reactor that nothing records stays entered (its heap and host current) from one event to the
+// next until the worker calls leave(), so that a run of its messages enters it once rather than
+// once per message (entering and leaving were ~10% of a streaming receiver's time); every message
+// still gets its own event: fresh time answers, the event count, the failure handling. A recorded
+// reactor is entered and left around each event, because its recorder runs outside its heap.
 #pragma once
 
+#include <optional>
 #include <typeinfo>
 
 #include "reactor/cell.h"
@@ -30,28 +32,34 @@ class EventFunnel {
   EventFunnel(const EventFunnel&) = delete;
   EventFunnel& operator=(const EventFunnel&) = delete;
 
+  ~EventFunnel() { leave(); }
+
   // Worker thread. False, with nothing delivered, if the cell has no live reactor or already
-  // failed during this event; else false if the hook failed or stopped the reactor.
-  bool deliver(Cell* c, const Event& event);
+  // failed during this event; else false if the hook failed or stopped the reactor (it is left
+  // then). The reactor may stay entered afterwards: the caller leaves before anything but another
+  // event of the same reactor runs (supervision, a system message, another cell, the loop).
+  bool deliver(Cell* c, const Event& event) {
+    // Entered means live, unrecorded and not failed (deliver leaves it otherwise), so the next
+    // event of a run of messages needs none of the checks: the common case, inline.
+    if (entered_ == c) [[likely]] return deliver_entered(c, event);
+    return deliver_entering(c, event);
+  }
 
-  // Worker thread: while open, `c`'s heap and host are current. Only for a live, started,
-  // unrecorded reactor that has not failed, and only around deliver_message.
-  class MessageRun {
-   public:
-    MessageRun(EventFunnel& funnel, Cell* c) noexcept
-        : scope_(c), door_(&funnel.live_, c->reactor) {}
-
-   private:
-    ReactorScope scope_;
-    HostSlotScope door_;
-  };
-
-  // Worker thread, inside a MessageRun of `c`: what deliver() does for a message event. False
-  // if the hook failed or stopped the reactor (the run must end before after_hook).
-  bool deliver_message(Cell* c, const Message& message);
+  // Worker thread: whatever reactor is entered is left; the system heap is current again.
+  void leave() noexcept {
+    if (entered_ != nullptr) [[unlikely]] leave_entered();
+  }
 
  private:
+  bool deliver_entered(Cell* c, const Event& event);
+  bool deliver_entering(Cell* c, const Event& event);
+  void enter(Cell* c, ReactorHost* host) noexcept;
+  void leave_entered() noexcept;
+
   LiveHost live_;
+  Cell* entered_ = nullptr;  // the reactor whose heap and host are current, if any
+  std::optional<ReactorScope> scope_;
+  std::optional<HostSlotScope> door_;
 };
 
 // What a hook threw, kept (in process memory) for Worker::after_hook. `thrown`: the exception's

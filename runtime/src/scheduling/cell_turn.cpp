@@ -4,17 +4,17 @@
 #include <chrono>
 #include <system_error>
 
+#include "checkpoint/reactor_snapshot.h"
+#include "checkpoint/snapshot_request.h"
+#include "io/tcp.h"
+#include "io/timer_service.h"
 #include "messaging/mailbox_command.h"
 #include "reactor/reactor_scope.h"
-#include "checkpoint/reactor_snapshot.h"
 #include "recording/recorder.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
-#include "checkpoint/snapshot_request.h"
-#include "supervision/supervisor.h"
-#include "io/tcp.h"
-#include "io/timer_service.h"
 #include "scheduling/worker.h"
+#include "supervision/supervisor.h"
 
 namespace reheap::detail {
 
@@ -123,109 +123,88 @@ void Worker::run_messages(Cell* c, std::uint32_t budget) {
     run_start_hooks(c);
     count_consumed();  // the spawn or restore itself
   }
-  RuntimeImpl& rt = runtime_;
-  const std::uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
-  const bool drop_oldest =
-      capacity != 0 && c->options.mailbox.overflow == OverflowPolicy::kDropOldest;
+  // Read once per run and again after anything that may change them (a failure, a slow-path
+  // envelope): the loop's test stays one comparison.
+  std::uint64_t self = c->id.load(std::memory_order_relaxed);
+  bool runnable = c->state == CellState::kLive && c->restart == nullptr;
+  Event event{.kind = EventKind::kMessage};
+  in_event_ = true;  // sends go to the outbox, flushed after each event (outbox.h)
   std::uint32_t n = 0;
-  while (n < budget && c->state == CellState::kLive && c->restart == nullptr) {
-    Envelope* e = nullptr;
-    // Unbounded and unrecorded: the fast path. (A bounded mailbox's envelopes are counted, a
-    // recorded reactor's events logged one by one: both stay on the path below.)
-    if (capacity == 0 && c->recorder == nullptr && c->started && c->reactor != nullptr &&
-        !c->supervision.failed) [[likely]] {
-      bool empty = false;
-      n += run_plain_messages(c, budget - n, &e, &empty);
-      if (c->supervision.failed || c->state != CellState::kLive) {
+  while (runnable && n < budget) {
+    Envelope* e = c->mailbox.pop();
+    if (e == nullptr) break;
+    ++n;
+    // Counted envelopes (a bounded mailbox), dead letters and system messages: the slow path,
+    // outside the reactor. What it leaves is a message for this reactor.
+    if (e->counted != 0 || e->receiver != self || e->encoding == Encoding::kSystem) [[unlikely]] {
+      funnel_.leave();
+      in_event_ = false;
+      const bool message = admit(c, e);
+      if (!message) {
+        free_envelope(e);
+        count_consumed();
         after_hook(c);
         if (!c->started) run_start_hooks(c);  // restarted: on_restored before the next message
-      }
-      if (e == nullptr) {
-        if (empty) break;
+        self = c->id.load(std::memory_order_relaxed);
+        runnable = c->state == CellState::kLive && c->restart == nullptr;
+        in_event_ = true;
         continue;
       }
-    } else {
-      e = c->mailbox.pop();
-      if (e == nullptr) break;
+      in_event_ = true;
     }
-    ++n;
-    // Bounded mailboxes only: how many waited, by the senders' count (drop-oldest needs it exact).
-    const std::uint32_t waiting = c->mailbox.uncount(e);
-    // Drop-oldest: while more than `capacity` wait, the oldest goes unhandled. Checked at every
-    // message, not once per turn, because messages keep arriving while the handlers run. System
-    // messages (a stop) are never shed.
-    if (drop_oldest && waiting > capacity && e->encoding != Encoding::kSystem &&
-        e->receiver == c->id.load(std::memory_order_relaxed)) [[unlikely]] {
-      free_envelope(e);
-      c->stats.dropped++;
-      count_consumed();
-      continue;
-    }
-    if (e->receiver != c->id.load(std::memory_order_relaxed)) {
-      rt.dead_letters.fetch_add(1, std::memory_order_relaxed);
-      abandon_system_message(*e);
-    } else if (e->encoding == Encoding::kSystem) {
-      if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kStop)) {
-        c->state = CellState::kStopping;
-        c->graceful_stop = true;
-        count_settling(c);
-      } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kSnapshot)) {
-        run_snapshot_request(c, *e);  // between two events: no hook is running
-      } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kCommand)) {
-        run_mailbox_command(c, *e);
-      }
-    } else {
-      c->stats.messages_in++;
-      const Message m = MessageAccess::of(*e);
-      c->current_sender = e->sender;
-      c->placement.observe(e->sender);
-      Event event;
-      event.kind = EventKind::kMessage;
-      event.message = &m;
-      deliver(c, event);
-      c->current_sender = 0;
-    }
-    free_envelope(e);
-    count_consumed();
-    after_hook(c);
-    if (!c->started) {
-      run_start_hooks(c);  // restarted from a snapshot: on_restored before the next message
-    }
-  }
-}
-
-std::uint32_t Worker::run_plain_messages(Cell* c, std::uint32_t budget, Envelope** other,
-                                         bool* empty) {
-  const std::uint64_t self = c->id.load(std::memory_order_relaxed);
-  const EventFunnel::MessageRun run(funnel_, c);
-  const bool outer = in_event_;
-  in_event_ = true;
-  std::uint32_t n = 0;
-  while (n < budget) {
-    Envelope* e = c->mailbox.pop();
-    if (e == nullptr) {
-      *empty = true;
-      break;
-    }
-    // Dead letters, system messages and counted envelopes take the slow path.
-    if (e->receiver != self || e->encoding == Encoding::kSystem || e->counted != 0) [[unlikely]] {
-      *other = e;
-      break;
-    }
-    ++n;
     c->stats.messages_in++;
     const Message m = MessageAccess::of(*e);
     c->current_sender = e->sender;
     c->placement.observe(e->sender);
-    const bool live = funnel_.deliver_message(c, m);
+    event.message = &m;
+    const bool live = funnel_.deliver(c, event);
     c->current_sender = 0;
     outbox_.flush();  // what the event sent, before the next event (outbox.h)
     free_envelope(e);
     count_consumed();
-    if (!live) break;  // the caller runs after_hook, out of the run
+    if (!live) [[unlikely]] {
+      funnel_.leave();
+      in_event_ = false;
+      after_hook(c);
+      if (!c->started) run_start_hooks(c);  // restarted: on_restored before the next message
+      self = c->id.load(std::memory_order_relaxed);
+      runnable = c->state == CellState::kLive && c->restart == nullptr;
+      in_event_ = true;
+    }
   }
-  in_event_ = outer;
-  return n;
+  in_event_ = false;
+  funnel_.leave();
+}
+
+bool Worker::admit(Cell* c, Envelope* e) {
+  // Bounded mailboxes only: how many waited, by the senders' count (drop-oldest needs it exact).
+  const std::uint32_t waiting = c->mailbox.uncount(e);
+  const std::uint32_t capacity = c->capacity.load(std::memory_order_relaxed);
+  // Drop-oldest: while more than `capacity` wait, the oldest goes unhandled. Checked at every
+  // message, not once per turn, because messages keep arriving while the handlers run. System
+  // messages (a stop) are never shed.
+  if (capacity != 0 && c->options.mailbox.overflow == OverflowPolicy::kDropOldest &&
+      waiting > capacity && e->encoding != Encoding::kSystem &&
+      e->receiver == c->id.load(std::memory_order_relaxed)) {
+    c->stats.dropped++;
+    return false;
+  }
+  if (e->receiver != c->id.load(std::memory_order_relaxed)) {
+    runtime_.dead_letters.fetch_add(1, std::memory_order_relaxed);
+    abandon_system_message(*e);
+    return false;
+  }
+  if (e->encoding != Encoding::kSystem) return true;
+  if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kStop)) {
+    c->state = CellState::kStopping;
+    c->graceful_stop = true;
+    count_settling(c);
+  } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kSnapshot)) {
+    run_snapshot_request(c, *e);  // between two events: no hook is running
+  } else if (e->type_id == static_cast<std::uint64_t>(SystemMessage::kCommand)) {
+    run_mailbox_command(c, *e);
+  }
+  return false;
 }
 
 void Worker::run_start_hooks(Cell* c) {

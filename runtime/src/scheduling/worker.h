@@ -34,11 +34,11 @@
 #include <functional>
 #include <thread>
 
+#include "messaging/outbox.h"
 #include "reactor/cell.h"
 #include "reactor/event_funnel.h"
-#include "scheduling/intrusive_stack.h"
-#include "messaging/outbox.h"
 #include "reactor/reactor_scope.h"
+#include "scheduling/intrusive_stack.h"
 #include "supervision/restart.h"
 
 namespace reheap::detail {
@@ -119,6 +119,7 @@ class Worker {
     const bool outer = in_event_;
     in_event_ = true;
     const bool live = funnel_.deliver(c, event);
+    funnel_.leave();
     in_event_ = outer;
     outbox_.flush();
     return live;
@@ -207,11 +208,13 @@ class Worker {
   void turn();
   void run_cell(Cell* c);
   void catch_up(Cell* c);
+  // Up to `budget` of c's envelopes, each a message delivered through the funnel or a slow-path
+  // envelope admit() handles (cell_turn.cpp): the one loop every message of a turn goes through.
   void run_messages(Cell* c, std::uint32_t budget);
-  // The fast path of run_messages (cell_turn.cpp): up to `budget` plain messages in one
-  // MessageRun. Returns how many it consumed; `*other` gets the envelope it stopped at (for the
-  // slow path), `*empty` whether it stopped at an empty mailbox.
-  std::uint32_t run_plain_messages(Cell* c, std::uint32_t budget, Envelope** other, bool* empty);
+  // The slow path of run_messages, outside the reactor: a bounded mailbox's count and its
+  // drop-oldest shedding, dead letters, system messages (stop, snapshot, command). True if `e` is
+  // a message the reactor must now be given; false if it was handled here.
+  bool admit(Cell* c, Envelope* e);
   void run_start_hooks(Cell* c);
   void teardown(Cell* c);
   void run_commands();
