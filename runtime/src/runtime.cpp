@@ -6,13 +6,13 @@
 #include <stdexcept>
 #include <thread>
 
-#include "messaging/mailbox_command.h"
-#include "reactor/reactor_access.h"
 #include "checkpoint/reactor_snapshot.h"
-#include "recording/make_recorder.h"
-#include "runtime_impl.h"
 #include "io/tcp.h"
 #include "io/timer_service.h"
+#include "messaging/mailbox_command.h"
+#include "reactor/reactor_access.h"
+#include "recording/make_recorder.h"
+#include "runtime_impl.h"
 #include "scheduling/worker.h"
 
 namespace reheap {

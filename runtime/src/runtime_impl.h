@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "reactor/cell_table.h"
 #include "messaging/unhandled_report.h"
+#include "reactor/cell_table.h"
 #include "reheap/runtime.h"
 #include "scheduling/worker.h"
 

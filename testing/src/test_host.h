@@ -21,9 +21,9 @@
 #include <filesystem>
 #include <optional>
 
+#include "reactor/reactor_host.h"
 #include "reheap/event.h"
 #include "reheap/heap.h"
-#include "reactor/reactor_host.h"
 #include "reheap/testing/reactor_failure.h"
 #include "reheap/testing/virtual_clock.h"
 

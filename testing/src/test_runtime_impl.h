@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "messaging/envelope.h"  // runtime/src
 #include "exclusive_use.h"
+#include "messaging/envelope.h"  // runtime/src
 #include "reheap/snapshot.h"
 #include "reheap/testing/test_runtime.h"
 #include "test_host.h"

@@ -9,8 +9,8 @@
 // reactor restored here (TestRuntime::restore) gets them back on its first step.
 #include <system_error>
 
-#include "reactor/reactor_access.h"    // runtime/src
 #include "checkpoint/reactor_snapshot.h"  // runtime/src: reactor_of
+#include "reactor/reactor_access.h"    // runtime/src
 #include "reheap/heap_scope.h"
 #include "test_runtime_impl.h"
 

@@ -14,9 +14,9 @@
 #include "file_io.h"
 #include "format.h"
 #include "program_scan.h"
-#include "snapshot_registry.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot.h"
+#include "snapshot_registry.h"
 #include "writer.h"
 
 namespace reheap {

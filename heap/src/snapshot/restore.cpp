@@ -14,13 +14,13 @@
 #include "../zone_impl.h"
 #include "checked_conversion.h"
 #include "format.h"
-#include "relocation.h"
-#include "snapshot_registry.h"
-#include "state_check.h"
 #include "reheap/heap_scope.h"
 #include "reheap/node_identity.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
+#include "relocation.h"
+#include "snapshot_registry.h"
+#include "state_check.h"
 
 namespace reheap {
 

@@ -16,18 +16,18 @@
 #include <chrono>
 #include <map>
 
-#include "../heap_records.h"
 #include "../heap_fast.h"
+#include "../heap_records.h"
 #include "../zone_impl.h"
 #include "checked_conversion.h"
 #include "file_io.h"
 #include "program_scan.h"
-#include "relocation.h"
-#include "snapshot_registry.h"
 #include "reheap/heap_scope.h"
 #include "reheap/node_identity.h"
 #include "reheap/snapshot.h"
 #include "reheap/zone.h"
+#include "relocation.h"
+#include "snapshot_registry.h"
 #include "used_pages.h"
 #include "writer.h"
 

@@ -13,10 +13,10 @@
 #include <system_error>
 #include <vector>
 
+#include "reheap/process_checkpoint.h"
 #include "../runtime_impl.h"
 #include "io/tcp.h"
 #include "io/timer_service.h"
-#include "reheap/process_checkpoint.h"
 #include "reheap/runtime.h"
 #include "reheap/write_tracking.h"
 

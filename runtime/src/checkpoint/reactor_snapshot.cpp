@@ -5,14 +5,14 @@
 #include <cstring>
 #include <system_error>
 
+#include "io/tcp.h"
+#include "io/timer_service.h"
 #include "reactor/reactor_access.h"
-#include "recording/recorder.h"
 #include "reactor/reactor_scope.h"
+#include "recording/recorder.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap_scope.h"
 #include "reheap/snapshot_file.h"
-#include "io/tcp.h"
-#include "io/timer_service.h"
 #include "scheduling/worker.h"
 
 namespace reheap::detail {

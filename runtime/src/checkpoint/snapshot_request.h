@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "reactor/cell.h"
 #include "messaging/envelope.h"
+#include "reactor/cell.h"
 #include "reheap/snapshot_request.h"
 
 namespace reheap::detail {

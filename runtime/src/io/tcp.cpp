@@ -14,10 +14,10 @@
 #include <cstring>
 #include <system_error>
 
+#include "io/tcp_socket.h"
 #include "reactor/reactor_access.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
-#include "io/tcp_socket.h"
 #include "scheduling/worker.h"
 
 namespace reheap::detail {

@@ -36,9 +36,9 @@
 #include <cstring>
 #include <vector>
 
-#include "reheap/heap_scope.h"
 #include "io/tcp.h"
 #include "io/tcp_socket.h"
+#include "reheap/heap_scope.h"
 #include "scheduling/worker.h"
 
 namespace reheap::detail {

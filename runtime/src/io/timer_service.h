@@ -10,8 +10,8 @@
 #include <chrono>
 #include <optional>
 
-#include "reactor/cell.h"
 #include "io/timer_state.h"
+#include "reactor/cell.h"
 
 namespace reheap::detail {
 

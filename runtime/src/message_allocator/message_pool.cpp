@@ -15,8 +15,8 @@
 #include <new>
 #include <type_traits>
 
-#include "os/message_os.h"
 #include "message_allocator/message_pool.h"
+#include "os/message_os.h"
 
 namespace reheap::detail::msg {
 

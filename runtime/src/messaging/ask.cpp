@@ -5,11 +5,11 @@
 #include <mutex>
 #include <utility>
 
-#include "reheap/heap_scope.h"
-#include "reheap/runtime.h"
 #include "messaging/ask_slot.h"
 #include "messaging/envelope.h"
 #include "reactor/reactor_access.h"
+#include "reheap/heap_scope.h"
+#include "reheap/runtime.h"
 #include "runtime_impl.h"
 #include "scheduling/worker.h"
 

@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "checkpoint/snapshot_request.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
-#include "checkpoint/snapshot_request.h"
 
 namespace reheap::detail {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <functional>
 
-#include "reactor/cell.h"
 #include "messaging/envelope.h"
+#include "reactor/cell.h"
 #include "reheap/actor_ref.h"
 
 namespace reheap::detail {

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "messaging/envelope.h"
 #include "message_allocator/message_fast.h"
+#include "messaging/envelope.h"
 #include "reheap/heap_scope.h"
 
 namespace reheap {

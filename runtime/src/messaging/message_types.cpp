@@ -19,9 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "reactor/type_name.h"
 #include "reheap/heap_scope.h"
 #include "reheap/message.h"
-#include "reactor/type_name.h"
 
 namespace reheap::detail {
 namespace {

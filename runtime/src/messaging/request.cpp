@@ -5,10 +5,10 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "messaging/request_table.h"
 #include "reactor/host_slot.h"
 #include "reactor/reactor_access.h"
 #include "reheap/heap_scope.h"
-#include "messaging/request_table.h"
 
 namespace reheap {
 

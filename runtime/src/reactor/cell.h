@@ -28,14 +28,14 @@
 #include <memory>
 
 #include "checkpoint/cell_snapshots.h"
-#include "supervision/cell_supervision.h"
 #include "messaging/mailbox.h"
-#include "scheduling/placement.h"
 #include "recording/recorder.h"
 #include "reheap/heap.h"
 #include "reheap/reactor.h"
 #include "reheap/reactor_stats.h"
 #include "reheap/spawn_options.h"
+#include "scheduling/placement.h"
+#include "supervision/cell_supervision.h"
 
 namespace reheap::detail {
 

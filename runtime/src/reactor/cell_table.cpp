@@ -4,10 +4,10 @@
 #include <string>
 
 #include "reactor/cell_table.h"
-#include "messaging/mailbox_command.h"
-#include "reheap/heap_scope.h"
-#include "reactor/slot_generations.h"
 #include "checkpoint/snapshot_request.h"
+#include "messaging/mailbox_command.h"
+#include "reactor/slot_generations.h"
+#include "reheap/heap_scope.h"
 
 namespace reheap::detail {
 

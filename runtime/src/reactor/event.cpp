@@ -1,8 +1,8 @@
 // Event: hook names, and the one switch from an event to its hook (see event.h).
 #include "reheap/event.h"
 
-#include "reheap/reactor.h"
 #include "messaging/request_table.h"
+#include "reheap/reactor.h"
 
 namespace reheap {
 

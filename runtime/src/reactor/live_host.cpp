@@ -1,11 +1,11 @@
 // LiveHost: a reactor's operations on a worker (see live_host.h).
 #include "reactor/live_host.h"
 
-#include "reheap/heap_scope.h"
-#include "runtime_impl.h"
 #include "checkpoint/snapshot_request.h"
 #include "io/tcp.h"
 #include "io/timer_service.h"
+#include "reheap/heap_scope.h"
+#include "runtime_impl.h"
 #include "scheduling/worker.h"
 
 namespace reheap::detail {

@@ -28,16 +28,15 @@
 #include <random>
 #include <typeinfo>
 
-#include "reactor/live_host.h"
-#include "reactor/reactor_access.h"
 #include "checkpoint/reactor_snapshot.h"
-#include "reactor/type_name.h"
-#include "scheduling/worker.h"
 #include "crash_bundle.h"
 #include "fatal_bundle.h"
 #include "fatal_flush.h"
 #include "fatal_signal.h"
 #include "log_sinks.h"
+#include "reactor/live_host.h"
+#include "reactor/reactor_access.h"
+#include "reactor/type_name.h"
 #include "recording_host.h"
 #include "reheap/byte_stream.h"
 #include "reheap/chunk_placement.h"
@@ -45,6 +44,7 @@
 #include "reheap/heap_scope.h"
 #include "reheap/recording_log.h"
 #include "reheap/snapshot.h"
+#include "scheduling/worker.h"
 
 namespace reheap::detail::recording {
 namespace {

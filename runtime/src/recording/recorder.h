@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "reheap/event.h"
-#include "reactor/reactor_host.h"
 #include "io/timer_state.h"
+#include "reactor/reactor_host.h"
+#include "reheap/event.h"
 
 namespace reheap::detail {
 

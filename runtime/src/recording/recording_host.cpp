@@ -5,8 +5,8 @@
 
 #include <functional>
 
-#include "messaging/envelope.h"
 #include "io/timer_service.h"
+#include "messaging/envelope.h"
 #include "reheap/heap_scope.h"
 
 namespace reheap::detail::recording {

@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "reactor/live_host.h"
-#include "io/timer_state.h"
 #include "fatal_flush.h"
+#include "io/timer_state.h"
+#include "reactor/live_host.h"
 #include "reheap/recording.h"
 #include "reheap/recording_log.h"
 

@@ -5,11 +5,11 @@
 #include <new>
 #include <stdexcept>
 
+#include "checkpoint/reactor_snapshot.h"
 #include "messaging/envelope.h"
 #include "reactor/host_slot.h"
 #include "reactor/reactor_access.h"
 #include "reactor/reactor_scope.h"
-#include "checkpoint/reactor_snapshot.h"
 #include "recorded_input.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap_digest.h"

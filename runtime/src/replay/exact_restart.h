@@ -35,10 +35,10 @@
 #include <string>
 #include <vector>
 
-#include "reactor/cell.h"
-#include "recording/recorder.h"
 #include "chunk_plan.h"
+#include "reactor/cell.h"
 #include "recorded_log.h"
+#include "recording/recorder.h"
 #include "replay_host.h"
 
 namespace reheap::detail::replay {

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "recorded_log.h"
 #include "reactor/reactor_host.h"
+#include "recorded_log.h"
 
 namespace reheap::detail::replay {
 

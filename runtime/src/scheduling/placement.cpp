@@ -1,8 +1,8 @@
 // Placement: the window's bookkeeping and the locality decision (see placement.h).
 #include "scheduling/placement.h"
 
-#include "runtime_impl.h"
 #include "io/tcp.h"
+#include "runtime_impl.h"
 #include "scheduling/worker.h"
 
 namespace reheap::detail {

@@ -15,11 +15,11 @@
 #include <cstring>
 #include <system_error>
 
-#include "reheap/heap_scope.h"
-#include "scheduling/idle_purge.h"
 #include "recording/fatal_signal.h"
+#include "reheap/heap_scope.h"
 #include "reheap/zone.h"
 #include "runtime_impl.h"
+#include "scheduling/idle_purge.h"
 
 namespace reheap::detail {
 namespace {

@@ -3,15 +3,15 @@
 
 #include <chrono>
 
-#include "reactor/reactor_access.h"
-#include "recording/recorder.h"
-#include "replay/exact_restart.h"
-#include "reheap/heap_scope.h"
-#include "runtime_impl.h"
-#include "supervision/supervisor.h"
 #include "io/tcp.h"
 #include "io/timer_service.h"
+#include "reactor/reactor_access.h"
+#include "recording/recorder.h"
+#include "reheap/heap_scope.h"
+#include "replay/exact_restart.h"
+#include "runtime_impl.h"
 #include "scheduling/worker.h"
+#include "supervision/supervisor.h"
 
 namespace reheap::detail {
 namespace {

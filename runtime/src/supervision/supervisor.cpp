@@ -6,10 +6,10 @@
 #include <exception>
 
 #include "checkpoint/reactor_snapshot.h"
-#include "supervision/restart.h"
 #include "reheap/heap_scope.h"
 #include "runtime_impl.h"
 #include "scheduling/worker.h"
+#include "supervision/restart.h"
 
 namespace reheap {
 

@@ -7,17 +7,17 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "reactor/reactor_access.h"    // runtime/src
+#include "../test_runtime_impl.h"
 #include "checkpoint/reactor_snapshot.h"  // runtime/src: reactor_of
+#include "reactor/reactor_access.h"    // runtime/src
 #include "recording/crash_manifest.h"  // runtime/src
-#include "replay_impl.h"
 #include "reheap/chunk_placement.h"
 #include "reheap/heap_scope.h"
 #include "reheap/program_layout.h"
 #include "reheap/snapshot.h"
 #include "reheap/snapshot_file.h"
-#include "../test_runtime_impl.h"
 #include "reheap/testing/virtual_clock.h"
+#include "replay_impl.h"
 
 namespace reheap::testing {
 

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "../exclusive_use.h"
+#include "reheap/heap.h"
+#include "reheap/testing/replay.h"
 #include "replay/chunk_plan.h"    // runtime/src
 #include "replay/recorded_input.h"  // runtime/src
 #include "replay/recorded_log.h"  // runtime/src
 #include "replay/replay_host.h"   // runtime/src
-#include "reheap/heap.h"
-#include "reheap/testing/replay.h"
 
 namespace reheap::testing {
 

@@ -8,11 +8,11 @@
 
 #include "../caught_exception.h"
 #include "messaging/envelope.h"        // runtime/src
-#include "replay/record_text.h"  // runtime/src
 #include "reactor/reactor_access.h"  // runtime/src
-#include "replay_impl.h"
 #include "reheap/heap_digest.h"
 #include "reheap/heap_scope.h"
+#include "replay/record_text.h"  // runtime/src
+#include "replay_impl.h"
 #include "state_diff.h"
 
 namespace reheap::testing {
