@@ -1,5 +1,5 @@
 // BriefLock's slow paths (brief_lock.h).
-#include "reheap/brief_lock.h"
+#include "reheap/internal/brief_lock.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -33,7 +33,7 @@
 #include <mutex>
 
 #include "layout.h"
-#include "reheap/brief_lock.h"
+#include "reheap/internal/brief_lock.h"
 #include "reheap/zone.h"
 
 namespace reheap {

@@ -1,4 +1,4 @@
-// BriefLock (reheap/brief_lock.h): mutual exclusion under contention, and a thread that had to
+// BriefLock (reheap/internal/brief_lock.h): mutual exclusion under contention, and a thread that had to
 // sleep is woken when the holder leaves.
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "reheap/brief_lock.h"
+#include "reheap/internal/brief_lock.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "reactor/cell.h"
-#include "reheap/brief_lock.h"
+#include "reheap/internal/brief_lock.h"
 
 namespace reheap::detail {
 

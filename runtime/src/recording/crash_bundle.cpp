@@ -1,5 +1,5 @@
 // Crash bundles (see crash_bundle.h).
-#include "crash_bundle.h"
+#include "recording/crash_bundle.h"
 
 
 #include <cstdio>

@@ -1,5 +1,5 @@
 // A crash bundle's manifest (see crash_manifest.h).
-#include "crash_manifest.h"
+#include "recording/crash_manifest.h"
 
 #include <charconv>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "recording_file.h"
+#include "recording/recording_file.h"
 
 namespace reheap::detail::recording {
 namespace {

@@ -18,7 +18,7 @@
 #include <filesystem>
 #include <string>
 
-#include "crash_bundle.h"
+#include "recording/crash_bundle.h"
 #include "reheap/recording_log.h"
 
 namespace reheap::detail::recording {

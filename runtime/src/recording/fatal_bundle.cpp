@@ -1,6 +1,6 @@
 // A fatal signal's crash bundle (see fatal_bundle.h). Everything below the prepare() runs in a
 // signal handler: system calls from the async-signal-safe list and stack buffers only.
-#include "fatal_bundle.h"
+#include "recording/fatal_bundle.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "fatal_signal.h"
-#include "log_codec.h"
-#include "log_sinks.h"
+#include "recording/fatal_signal.h"
+#include "recording/log_codec.h"
+#include "recording/log_sinks.h"
 #include "reheap/recording_log.h"
 
 namespace reheap::detail::recording {

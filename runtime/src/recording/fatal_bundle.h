@@ -17,7 +17,7 @@
 #include <span>
 #include <string>
 
-#include "crash_bundle.h"
+#include "recording/crash_bundle.h"
 #include "reheap/recording_log.h"
 
 namespace reheap::detail::recording {

@@ -3,7 +3,7 @@
 // Slots live in blocks that are never freed and are linked as they are made, newest first, so
 // that the handler walks them with atomic loads alone while ordinary code may be adding a block.
 // Taking and giving back slots goes through a free list under a mutex: ordinary code only.
-#include "fatal_flush.h"
+#include "recording/fatal_flush.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Fatal signals of recorded reactors (see fatal_signal.h).
-#include "fatal_signal.h"
+#include "recording/fatal_signal.h"
 
 #include <dlfcn.h>
 #include <sys/mman.h>

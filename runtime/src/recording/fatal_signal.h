@@ -35,7 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "fatal_flush.h"
+#include "recording/fatal_flush.h"
 #include "reheap/internal/signal_chain.h"
 
 namespace reheap::detail::recording {

@@ -3,8 +3,8 @@
 #include <iterator>
 #include <limits>
 
-#include "log_codec.h"
-#include "recording_file.h"
+#include "recording/log_codec.h"
+#include "recording/recording_file.h"
 #include "reheap/chunk_placement.h"
 #include "reheap/recording_log.h"
 

@@ -1,5 +1,5 @@
 // Log sinks (see log_sinks.h).
-#include "log_sinks.h"
+#include "recording/log_sinks.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "log_codec.h"
+#include "recording/log_codec.h"
 
 namespace reheap::detail::recording {
 

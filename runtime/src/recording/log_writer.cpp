@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "log_codec.h"
+#include "recording/log_codec.h"
 #include "reheap/program_layout.h"
 #include "reheap/recording_log.h"
 

@@ -1,5 +1,5 @@
 // Reading a recording's files (see recording_file.h).
-#include "recording_file.h"
+#include "recording/recording_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

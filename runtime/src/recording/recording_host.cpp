@@ -1,5 +1,5 @@
 // RecordingHost (see recording_host.h).
-#include "recording_host.h"
+#include "recording/recording_host.h"
 
 #include <xxhash.h>
 

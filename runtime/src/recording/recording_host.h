@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "fatal_flush.h"
 #include "io/timer_state.h"
 #include "reactor/live_host.h"
+#include "recording/fatal_flush.h"
 #include "reheap/recording.h"
 #include "reheap/recording_log.h"
 

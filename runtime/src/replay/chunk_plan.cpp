@@ -1,5 +1,5 @@
 // ChunkPlan (see chunk_plan.h).
-#include "chunk_plan.h"
+#include "replay/chunk_plan.h"
 
 #include <cstdio>
 

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "recorded_log.h"
 #include "reheap/chunk_placement.h"
+#include "replay/recorded_log.h"
 
 namespace reheap::detail::replay {
 

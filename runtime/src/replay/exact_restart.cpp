@@ -1,19 +1,16 @@
 // ExactRestart (see exact_restart.h).
-#include "exact_restart.h"
+#include "replay/exact_restart.h"
 
-#include <cstring>
-#include <new>
 #include <stdexcept>
 
 #include "checkpoint/reactor_snapshot.h"
-#include "messaging/envelope.h"
 #include "reactor/host_slot.h"
 #include "reactor/reactor_access.h"
 #include "reactor/reactor_scope.h"
-#include "recorded_input.h"
 #include "reheap/byte_stream.h"
 #include "reheap/heap_digest.h"
 #include "reheap/heap_scope.h"
+#include "replay/recorded_input.h"
 
 namespace reheap::detail::replay {
 namespace {

@@ -35,11 +35,11 @@
 #include <string>
 #include <vector>
 
-#include "chunk_plan.h"
 #include "reactor/cell.h"
-#include "recorded_log.h"
 #include "recording/recorder.h"
-#include "replay_host.h"
+#include "replay/chunk_plan.h"
+#include "replay/recorded_log.h"
+#include "replay/replay_host.h"
 
 namespace reheap::detail::replay {
 

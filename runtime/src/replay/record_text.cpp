@@ -1,5 +1,5 @@
 // Readable records (see record_text.h).
-#include "record_text.h"
+#include "replay/record_text.h"
 
 #include <msgpack.hpp>
 

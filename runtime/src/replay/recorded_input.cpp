@@ -1,5 +1,5 @@
 // RecordedInput (see recorded_input.h).
-#include "recorded_input.h"
+#include "replay/recorded_input.h"
 
 #include <cstring>
 #include <new>

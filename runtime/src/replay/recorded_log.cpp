@@ -1,7 +1,7 @@
 // RecordedLog (see recorded_log.h).
-#include "recorded_log.h"
+#include "replay/recorded_log.h"
 
-#include "record_text.h"
+#include "replay/record_text.h"
 
 namespace reheap::detail::replay {
 

@@ -1,5 +1,5 @@
 // ReplayHost: answers from the log, checks every call against it (see replay_host.h).
-#include "replay_host.h"
+#include "replay/replay_host.h"
 
 #include <xxhash.h>
 
@@ -8,8 +8,8 @@
 
 #include "messaging/envelope.h"
 #include "reactor/reactor_access.h"
-#include "record_text.h"
 #include "reheap/heap_scope.h"
+#include "replay/record_text.h"
 
 namespace reheap::detail::replay {
 namespace {

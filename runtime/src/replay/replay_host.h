@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "reactor/reactor_host.h"
-#include "recorded_log.h"
+#include "replay/recorded_log.h"
 
 namespace reheap::detail::replay {
 

@@ -10,6 +10,9 @@
 // Its states are those of Drepper's "Futexes Are Tricky": 0 free, 1 taken, 2 taken and a thread
 // may sleep. It meets BasicLockable and Lockable (std::lock_guard, std::unique_lock); it is not
 // recursive, and not fair. Linux only, like the rest of reheap.
+//
+// Internal (reheap/internal/): shared by the heap's zone and the runtime's reactor table, which are
+// built separately; not a stable API, and not for programs.
 #pragma once
 
 #include <atomic>
