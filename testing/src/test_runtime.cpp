@@ -116,7 +116,9 @@ std::size_t TestRuntime::Impl::pick_message() {
   return heads[shuffle.below(heads.size())];
 }
 
-bool TestRuntime::Impl::step() {
+bool TestRuntime::Impl::step() { return step_start_or_stop() || step_message(); }
+
+bool TestRuntime::Impl::step_start_or_stop() {
   while (!stops.empty()) {
     const ActorRef ref = stops.front();
     stops.pop_front();
@@ -138,47 +140,60 @@ bool TestRuntime::Impl::step() {
     }
     return true;
   }
+  return false;
+}
+
+bool TestRuntime::Impl::step_message() {
   while (!messages.empty()) {
-    const std::size_t index = pick_message();
-    const detail::PendingMessage m = messages[index];
-    messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(index));
-    const EnvelopeOwner owner{m.envelope};
-    Entry* e = find(m.to);
-    if (e == nullptr || e->state != ReactorState::kLive) {
-      if (m.envelope != nullptr) ++dead_letters;  // a stop request for a reactor gone is no loss
-      continue;
-    }
-    if (m.envelope == nullptr) {  // the test's stop request
-      e->state = ReactorState::kStopping;
-      deliver(*e, Event{.kind = EventKind::kStop}, ActorRef());
-      return true;
-    }
-    const Message message = reheap::detail::MessageAccess::of(*m.envelope);
-    deliver(*e, Event{.kind = EventKind::kMessage, .message = &message}, m.from);
-    return true;
+    if (deliver_message(pick_message())) return true;
   }
   return false;
+}
+
+bool TestRuntime::Impl::deliver_message(std::size_t index) {
+  const detail::PendingMessage m = messages[index];
+  messages.erase(messages.begin() + static_cast<std::ptrdiff_t>(index));
+  const EnvelopeOwner owner{m.envelope};
+  Entry* e = find(m.to);
+  if (e == nullptr || e->state != ReactorState::kLive) {
+    if (m.envelope != nullptr) ++dead_letters;  // a stop request for a reactor gone is no loss
+    return false;
+  }
+  if (m.envelope == nullptr) {  // the test's stop request
+    e->state = ReactorState::kStopping;
+    deliver(*e, Event{.kind = EventKind::kStop}, ActorRef());
+    return true;
+  }
+  const Message message = reheap::detail::MessageAccess::of(*m.envelope);
+  if (watch != nullptr) [[unlikely]] watch->delivering(m, message);
+  deliver(*e, Event{.kind = EventKind::kMessage, .message = &message}, m.from);
+  return true;
+}
+
+bool TestRuntime::Impl::fire_next_timer(std::chrono::nanoseconds limit, std::size_t* delivered) {
+  if (timers.empty() || timers.begin()->due > limit) return false;
+  detail::Timer t = *timers.begin();
+  timers.erase(timers.begin());
+  clock.advance_to(t.due);
+  if (t.period.count() > 0) {
+    // Re-armed before the hook, so that the hook may cancel it.
+    detail::Timer next = t;
+    next.due += t.period;
+    timers.insert(next);
+  }
+  Entry* e = find(t.owner);
+  if (e != nullptr && e->state == ReactorState::kLive) {
+    deliver(*e, Event{.kind = EventKind::kTimer, .timer = t.id}, ActorRef());
+    if (delivered != nullptr) ++*delivered;
+  }
+  return true;
 }
 
 std::size_t TestRuntime::Impl::advance_to(std::chrono::nanoseconds target) {
   if (target < clock.elapsed()) throw std::logic_error("reheap::testing::TestRuntime::advance: time cannot go backwards");
   std::size_t n = 0;
   while (step()) ++n;
-  while (!timers.empty() && timers.begin()->due <= target) {
-    detail::Timer t = *timers.begin();
-    timers.erase(timers.begin());
-    clock.advance_to(t.due);
-    if (t.period.count() > 0) {
-      // Re-armed before the hook, so that the hook may cancel it.
-      detail::Timer next = t;
-      next.due += t.period;
-      timers.insert(next);
-    }
-    Entry* e = find(t.owner);
-    if (e != nullptr && e->state == ReactorState::kLive) {
-      deliver(*e, Event{.kind = EventKind::kTimer, .timer = t.id}, ActorRef());
-      ++n;
-    }
+  while (fire_next_timer(target, &n)) {
     while (step()) ++n;
   }
   clock.advance_to(target);

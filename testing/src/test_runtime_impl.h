@@ -71,6 +71,15 @@ struct SnapshotJob {
   SnapshotKind kind;
 };
 
+// Told of every message just before it is delivered, while a check watches (message_check.cpp).
+class DeliveryWatch {
+ public:
+  virtual void delivering(const PendingMessage& pending, const Message& message) = 0;
+
+ protected:
+  ~DeliveryWatch() = default;
+};
+
 }  // namespace detail
 
 struct TestRuntime::Impl final : detail::HostOutputs {
@@ -83,6 +92,14 @@ struct TestRuntime::Impl final : detail::HostOutputs {
   // stop). Reports a failure per the policy (kRethrow: throws ReactorFailure).
   void deliver(detail::Entry& e, const Event& event, ActorRef sender);
   bool step();
+  bool step_start_or_stop();  // the first half of step(): the oldest pending stop, else start
+  bool step_message();        // the second half: one message (pick_message)
+  // Takes messages[index] out of the queue and delivers it; false if its receiver is gone (a dead
+  // letter, counted) or it was the test's stop request for a reactor no longer live.
+  bool deliver_message(std::size_t index);
+  // Fires the earliest timer if it is due by `limit`, moving the clock to its due time, without
+  // running what it caused; false if none is due by then. Counts a delivered timer in `*delivered`.
+  bool fire_next_timer(std::chrono::nanoseconds limit, std::size_t* delivered);
   // The first events of a restored reactor: its timers re-armed, on_closed for each socket it
   // had, on_restored.
   void start_restored(detail::Entry& e);
@@ -129,6 +146,7 @@ struct TestRuntime::Impl final : detail::HostOutputs {
   // Heaps of spawns whose constructor threw and left blocks behind (the exception's own, on its
   // way to the caller): kept until the end rather than freed under it.
   std::vector<HeapPtr> abandoned;
+  detail::DeliveryWatch* watch = nullptr;  // a check's, while it runs
   std::uint64_t events = 0;
   std::uint64_t dead_letters = 0;
 };

@@ -163,6 +163,36 @@ TEST(RelocationPlan, AnotherMainExecutableMapsBySymbolAndRefusesWhatItCannotMap)
       << why;
 }
 
+// A vtable the restoring program lacks is the usual way a program misses a class (it reads a
+// restored object but never constructs one): the refusal names the line that keeps the class.
+TEST(RelocationPlan, AMissingVtableIsRefusedWithTheLineThatKeepsItsClass) {
+  const ProgramLayout now = reheap::current_program_layout();
+  SnapshotHeader h;
+  h.layout = now;
+  h.layout[0].build_id = "another-build-of-the-main-executable";
+  h.has_program_refs = true;
+  ProgramRef vtable;
+  vtable.value = now[0].base + 0x20;
+  vtable.kind = ProgramRefKind::kSymbol;
+  vtable.symbol = "_ZTVN4bank7AccountE";  // vtable for bank::Account, which this program has not
+  vtable.offset = 16;
+  vtable.size = 40;
+  ProgramRef function = vtable;
+  function.value = now[0].base + 0x40;
+  function.symbol = "_ZN4bank7Account7depositEi";  // bank::Account::deposit(int)
+  function.offset = 0;
+  function.function = true;
+  h.program_refs = {vtable, function};
+  const std::string why = refusal(h, now);
+  EXPECT_NE(why.find("vtable for bank::Account + 16 is not in"), std::string::npos) << why;
+  EXPECT_NE(why.find("write `REHEAP_RESTORABLE(bank::Account);` (#include <reheap/restorable.h>)"),
+            std::string::npos)
+      << why;
+  // A function's refusal keeps the general advice only: its class is not known from its name alone.
+  EXPECT_EQ(why.find("REHEAP_RESTORABLE", why.find("bank::Account::deposit(int) is not in")), std::string::npos)
+      << why;
+}
+
 TEST(RelocationPlan, AFileWithoutPointerListsRestoresOnlyInTheSameLayout) {
   const ProgramLayout now = reheap::current_program_layout();
   SnapshotHeader h;

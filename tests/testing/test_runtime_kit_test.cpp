@@ -21,7 +21,9 @@ namespace {
 using namespace std::chrono_literals;
 using reheap::ActorRef;
 using reheap::Reactor;
+using reheap::testing::CheckResult;
 using reheap::testing::FailurePolicy;
+using reheap::testing::message;
 using reheap::testing::Probe;
 using reheap::testing::ReactorFailure;
 using reheap::testing::TestRuntime;
@@ -340,8 +342,14 @@ TEST(TestRuntimeStop, TheTestStopsAReactorAndItsLaterMessagesAreDeadLetters) {
   EXPECT_TRUE(rt.stop(r));
   rt.send(r, Answer{1});
   EXPECT_TRUE(rt.alive(r));  // until its stop is delivered
-  EXPECT_EQ(rt.run(), 2u);   // the question, then on_stop; the answer after it is a dead letter
+  EXPECT_TRUE(rt.expect(message<Question>().to(r)));  // it stops itself: on_stop is next
+  // A check runs pending stops first; and the test's stop request, which travels with the test's
+  // messages, stands before the answer.
+  const CheckResult<Answer> answer = rt.expect(message<Answer>().to(r));
+  EXPECT_FALSE(answer);
+  EXPECT_NE(answer.text().find("the test's stop request comes first"), std::string::npos) << answer.text();
   EXPECT_EQ(stops, 1);
+  EXPECT_EQ(rt.run(), 0u);  // the stop request finds it gone; the answer is a dead letter
   EXPECT_EQ(rt.dead_letters(), 1u);
   EXPECT_FALSE(rt.alive(r));
   EXPECT_FALSE(rt.stop(r));
@@ -389,7 +397,10 @@ TEST(TestRuntimeSnapshot, ARequestForNoReactorIsAnsweredSo) {
   TestRuntime rt;
   const ActorRef ledger = rt.spawn<Ledger>();
   rt.send(ledger, Save{"unused.snap", ActorRef::make(1, 99, 1)});
-  rt.run();
+  EXPECT_TRUE(rt.expect(message<Save>().to(ledger)));
+  EXPECT_TRUE(rt.expect(message<reheap::SnapshotDone>().to(ledger).with(
+      [](const reheap::SnapshotDone& d) { return d.snapshot_status() == reheap::SnapshotStatus::kNoSuchReactor; },
+      "status kNoSuchReactor")));
   EXPECT_EQ(rt.reactor<Ledger>(ledger).status, reheap::SnapshotStatus::kNoSuchReactor);
   EXPECT_FALSE(std::filesystem::exists("unused.snap"));
 }

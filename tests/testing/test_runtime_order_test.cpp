@@ -15,6 +15,7 @@ namespace {
 using namespace std::chrono_literals;
 using reheap::ActorRef;
 using reheap::Reactor;
+using reheap::testing::message;
 using reheap::testing::MessageOrder;
 using reheap::testing::TestRuntime;
 using reheap::testing::TestRuntimeConfig;
@@ -22,9 +23,11 @@ using reheap::testing::VirtualClock;
 
 struct Ping {
   int n;
+  bool operator==(const Ping&) const = default;
 };
 struct Pong {
   int n;
+  bool operator==(const Pong&) const = default;
 };
 
 class Ponger : public Reactor {
@@ -53,7 +56,10 @@ TEST(TestRuntime, PingPongRunsToCompletionOnTheTestThread) {
   const ActorRef ponger = rt.spawn<Ponger>();
   const ActorRef pinger = rt.spawn<Pinger>(ponger, 5);
   EXPECT_EQ(rt.pending(), 2u);  // two starts, nothing delivered before the test runs
-  EXPECT_EQ(rt.run(), 12u);     // 2 starts, 5 pings, 5 pongs
+  // The first round, hop by hop (the starts run first), then the four others.
+  EXPECT_TRUE(rt.expect(message<Ping>().from(pinger).to(ponger).with(Ping{0})));
+  EXPECT_TRUE(rt.expect(message<Pong>().from(ponger).to(pinger).with(Pong{0})));
+  EXPECT_EQ(rt.run(), 8u);  // 4 pings, 4 pongs
   EXPECT_EQ(rt.pending(), 0u);
   EXPECT_EQ(rt.reactor<Pinger>(pinger).log, (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_EQ(rt.reactor<Ponger>(ponger).events_delivered(), 6u);
@@ -231,6 +237,7 @@ TEST(TestRuntime, RandomRepeatsWithTheSeedAndDiffersWithAnother) {
 
 struct Hello {
   int index;
+  bool operator==(const Hello&) const = default;
 };
 
 class Child : public Reactor {
@@ -261,10 +268,13 @@ class Parent : public Reactor {
 TEST(TestRuntime, ReactorsSpawnChildrenOnTheSameRuntime) {
   TestRuntime rt;
   const ActorRef parent = rt.spawn<Parent>();
-  EXPECT_EQ(rt.run(), 7u);  // the parent's start, 3 starts, 3 hellos
+  EXPECT_TRUE(rt.step());  // the parent's start spawns the children
   const Parent& p = rt.reactor<Parent>(parent);
   ASSERT_EQ(p.children.size(), 3u);
-  EXPECT_EQ(p.hellos, (std::vector<int>{0, 1, 2}));
+  // Each child, started at once, greets its parent with its index.
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(rt.expect(message<Hello>().from(p.children[i]).to(parent).with(Hello{i})));
+  EXPECT_EQ(rt.pending(), 0u);
+  EXPECT_EQ(rt.events_delivered(), 7u);  // the parent's start, 3 starts, 3 hellos
   EXPECT_EQ(p.senders, p.children);
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(rt.alive(p.children[i]));

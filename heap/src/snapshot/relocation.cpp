@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "elf_symbols.h"
 #include "format.h"
@@ -43,6 +44,21 @@ std::string describe(const ProgramRef& r, const LoadedObject& object) {
       break;
   }
   return "the address " + label_of(object) + "+" + hex(r.value - object.base) + ", " + r.symbol;
+}
+
+// What to do about a symbol the restoring program lacks. A vtable is the common case (a test that
+// only reads a replayed reactor never constructs its class): the advice is the line that keeps it.
+std::string missing_code_advice(const ProgramRef& r) {
+  std::string advice =
+      "; a program that restores a heap must contain the code its objects use: link the source files (or the "
+      "library members) that define its classes, and use them, or the linker drops them";
+  constexpr std::string_view kVtable = "vtable for ";
+  const std::string name = demangle(r.symbol);
+  if (r.file.empty() && name.starts_with(kVtable)) {
+    advice += "; for this class, write `REHEAP_RESTORABLE(" + name.substr(kVtable.size()) +
+              ");` (#include <reheap/restorable.h>) at namespace scope in a source file of this program";
+  }
+  return advice;
 }
 
 // The object of `now` standing for `saved`: the main executable for the main executable (a test
@@ -122,10 +138,7 @@ class Planner {
           if (s == nullptr) {
             error(describe(*r, was) + (ambiguous ? " is defined more than once in " : " is not in ") +
                   label_of(*is) + " now (" + table->source() + ")" +
-                  (ambiguous ? std::string()
-                             : std::string("; a program that restores a heap must contain the code its "
-                                           "objects use: link the source files (or the library members) "
-                                           "that define its classes, and use them, or the linker drops them")));
+                  (ambiguous ? std::string() : missing_code_advice(*r)));
           } else if (s->function != r->function || (!r->function && s->size != r->size)) {
             // An object's size is its layout (a vtable that grew: the class changed). A
             // function's is only its code, which a rebuild changes freely (inlining differs from

@@ -30,6 +30,19 @@
 // cancel itself) and runs what that caused; then sets the clock to the target. The time a reactor
 // reads is fixed during an event, since the clock moves only between events.
 //
+// Checks (message_check.h). expect(pattern) states what the next message of a mailbox is, and
+// delivers it: it runs pending stops and starts first (as step() does), then looks for the oldest
+// pending message whose addresses fit the pattern's from/to (any, for an address not given). While
+// there is none, it steps other pending work (messages to other mailboxes, which cannot overtake
+// the one looked for) and, given a span, fires the timers due within it, each at its due time;
+// when none comes it fails ("no such message"), listing what arrived meanwhile, the clock standing
+// at the end of the span. When there is one, it is the answer: of the pattern's type and accepted
+// by its predicate, it is delivered and the check passes; otherwise the check fails naming it and
+// leaves it pending. expect_none(pattern, span) runs as advance(span) does, watching every message
+// delivered, and fails if one fits the whole pattern, listing each with its time; the clock then
+// stands at the end of the span either way. Both enter as the other operations do (Threading), and
+// a hook's failure under kRethrow passes through them.
+//
 // Spawns and stops. Reactor::spawn from a hook builds the child at once, on this TestRuntime, its
 // on_start pending; SpawnOptions::name and heap_limit apply, the rest has no meaning here. A
 // reactor that stops or fails takes its pending messages with it: they are dead letters, counted
@@ -84,6 +97,7 @@
 #include "reheap/message.h"
 #include "reheap/reactor.h"
 #include "reheap/spawn_options.h"
+#include "reheap/testing/message_check.h"
 #include "reheap/testing/probe.h"
 #include "reheap/testing/reactor_failure.h"
 #include "reheap/testing/virtual_clock.h"
@@ -210,6 +224,26 @@ class TestRuntime {
     return reply;
   }
 
+  // ---- checks (see Checks above) ----
+  // The next message of the mailbox `pattern`'s addresses pick is one of the pattern; delivers it.
+  // Runs what is pending meanwhile but moves no clock: a message a timer would send is not looked
+  // for (give a span).
+  template <class T>
+  CheckResult<T> expect(const MessagePattern<T>& pattern) {
+    return check_expect(pattern, false, std::chrono::nanoseconds(0));
+  }
+  // As above, firing the timers due within `within` while none is pending.
+  template <class T>
+  CheckResult<T> expect(const MessagePattern<T>& pattern, std::chrono::nanoseconds within) {
+    return check_expect(pattern, true, within);
+  }
+  // No message of the pattern is delivered while the clock advances by `within` (as advance()).
+  template <class T>
+  CheckResult<> expect_none(const MessagePattern<T>& pattern, std::chrono::nanoseconds within) {
+    CheckOutcome outcome = check_none(spec_of(pattern, nullptr), within);
+    return CheckResult<>(outcome.passed, std::move(outcome.text));
+  }
+
   // ---- inspection between steps ----
   // The reactor `ref` names, as R; throws std::out_of_range if it names none (stopped reactors
   // are gone; failed ones are kept), std::bad_cast if it is not an R.
@@ -235,6 +269,39 @@ class TestRuntime {
   SendResult send_envelope(ActorRef from, ActorRef to, reheap::detail::Envelope* envelope);
   void run_until_received(ActorRef probe, std::uint64_t type_id, std::chrono::nanoseconds timeout);
   void retire(ActorRef ref);  // stops `ref` without on_stop and destroys its heap
+
+  friend class detail::MessageChecks;
+  using CheckSpec = detail::CheckSpec;
+  using CheckOutcome = detail::CheckOutcome;
+  template <class T>
+  static CheckSpec spec_of(const MessagePattern<T>& pattern, std::optional<typename MessagePattern<T>::Value>* value) {
+    CheckSpec spec;
+    spec.from = pattern.sender();
+    spec.to = pattern.receiver();
+    spec.predicate_text = &pattern.predicate_text();
+    spec.pattern = &pattern;
+    spec.value = value;
+    if constexpr (!std::is_void_v<T>) {
+      spec.type_id = message_type_id<T>();
+      spec.any_type = false;
+      spec.accepts = [](const void* p, const Message& m, void* v, std::string* why) {
+        return static_cast<const MessagePattern<T>*>(p)->accepts(m, static_cast<std::optional<T>*>(v), why);
+      };
+    }
+    return spec;
+  }
+  template <class T>
+  CheckResult<T> check_expect(const MessagePattern<T>& pattern, bool timed, std::chrono::nanoseconds within) {
+    std::optional<typename MessagePattern<T>::Value> value;
+    CheckOutcome outcome = check_next(spec_of(pattern, &value), timed, within);
+    CheckResult<T> result(outcome.passed, std::move(outcome.text), outcome.from, outcome.to);
+    if constexpr (!std::is_void_v<T>) {
+      if (outcome.passed && value) result.set_value(std::move(*value));
+    }
+    return result;
+  }
+  CheckOutcome check_next(const CheckSpec& spec, bool timed, std::chrono::nanoseconds within);
+  CheckOutcome check_none(const CheckSpec& spec, std::chrono::nanoseconds within);
 
   std::unique_ptr<Impl> impl_;
 };
