@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "envelope.h"             // runtime/src
+#include "messaging/envelope.h"   // runtime/src
 #include "replay/record_text.h"  // runtime/src: render_payload
 #include "reheap/heap_scope.h"
 #include "reheap/testing/test_runtime.h"
 #include "test_runtime_impl.h"
-#include "type_name.h"  // runtime/src
+#include "reactor/type_name.h"  // runtime/src
 
 namespace reheap::testing {
 
