@@ -524,6 +524,7 @@ int bench_main(int argc, char** argv) {
         hash_everies.push_back(static_cast<std::uint32_t>(v));
         at = comma + 1;
       }
+    } else if (a == "--dir") {
       if (i + 1 >= argc) fail("--dir wants a directory");
       dir = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
