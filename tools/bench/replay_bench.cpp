@@ -13,8 +13,8 @@
 // and once with them off (ReplayOptions::check_outputs = false). For scale, each repetition also
 // runs the same reactors unrecorded first (the "original" is the recorded run, which the replay
 // reproduces; recording itself slows the sender and receiver, see "Recording overhead"). All of it for
-// RecordingOptions::state_hash_every 0 and 1000 (with 1000 the replay compares the heap digest
-// every 1000 events: it runs in the recording process, so the layout is the recorded one).
+// RecordingOptions::state_hash_every 0 and 1000 by default (--state-hash-every LIST; with k > 0 the
+// recording writes the heap's digest every k events and the replay compares it).
 //
 // Part 2, seek. A Store reactor gets `--heap-mib` Fill messages, each adding a 1 MiB block of
 // pseudo-random words to a std::vector of blocks, then `--touches` Touch messages, each changing
@@ -23,7 +23,9 @@
 // heap's size). Replay::open with ReplayOptions::snapshots = those 10 files, then seek() to
 // targets visited so that each restores a snapshot (last event, just after and just before
 // snapshots, and one before the first snapshot, which starts from the anchor at event 0 and
-// replays the fill), reporting last_seek_duration() and last_seek_restored().
+// replays the fill), reporting last_seek_duration() and last_seek_restored(). Then the state
+// oracle's price on that heap: reheap::state_digest (what recordings take, format version 5) and
+// reheap::used_pages_digest (the raw bytes, before it) of the replayed 1 GiB heap, timed.
 //
 // Files go into a fresh directory under --dir (default: the temp directory), removed at exit.
 // Part 2 needs about 11 x the heap on disk; it is skipped, with a message, if --dir lacks it.
@@ -47,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "reheap/heap_digest.h"
 #include "reheap/reactor.h"
 #include "reheap/recording.h"
 #include "reheap/runtime.h"
@@ -276,7 +279,8 @@ std::string ratio_cell(const std::vector<double>& ratios) {
   return text;
 }
 
-void run_speed(const std::filesystem::path& parent, std::uint64_t items, int reps) {
+void run_speed(const std::filesystem::path& parent, std::uint64_t items, int reps,
+               const std::vector<std::uint32_t>& hash_everies) {
   std::printf("\n## Replay speed: %" PRIu64 " Items, %d repetition(s), median (min..max of the per-repetition ratio)\n\n",
               items, reps);
   std::printf("| state_hash_every | events | unrecorded ev/s | original (recorded) ev/s | replay ev/s, checks on | "
@@ -284,7 +288,7 @@ void run_speed(const std::filesystem::path& parent, std::uint64_t items, int rep
               "state compared |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
   std::fflush(stdout);
-  for (const std::uint32_t hash_every : {0u, 1000u}) {
+  for (const std::uint32_t hash_every : hash_everies) {
     std::vector<double> unrecorded, original, on, off, ratio_on, ratio_off, ratio_unrecorded;
     SpeedSample last;
     for (int r = 0; r < reps; ++r) {
@@ -457,6 +461,22 @@ void run_seek(const std::filesystem::path& parent, std::uint32_t heap_mib, std::
     std::fflush(stdout);
   }
   if (replay.reactor<Store>().blocks() > heap_mib) fail("the store has too many blocks");
+
+  // Each digest three times; the median. Both read every used page of the heap.
+  std::vector<double> portable, raw;
+  std::uint64_t sink = 0;
+  for (int r = 0; r < 3; ++r) {
+    Clock::time_point start = Clock::now();
+    sink ^= reheap::state_digest(replay.heap());
+    portable.push_back(seconds_since(start));
+    start = Clock::now();
+    sink ^= reheap::used_pages_digest(replay.heap());
+    raw.push_back(seconds_since(start));
+  }
+  const double mib = static_cast<double>(replay.heap().stats().committed_bytes) / (1 << 20);
+  std::printf("\nstate digest of the replayed heap (%.0f MiB committed), median of 3: state_digest %.3f s "
+              "(%.2f GiB/s), used_pages_digest %.3f s (%.2f GiB/s) [%016" PRIx64 "]\n",
+              mib, median(portable), mib / 1024 / median(portable), median(raw), mib / 1024 / median(raw), sink);
 }
 
 std::uint64_t number_after(int& i, int argc, char** argv) {
@@ -475,6 +495,7 @@ int bench_main(int argc, char** argv) {
   std::filesystem::path dir = std::filesystem::temp_directory_path();
   bool speed = true;
   bool seek = true;
+  std::vector<std::uint32_t> hash_everies = {0, 1000};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
@@ -490,6 +511,19 @@ int bench_main(int argc, char** argv) {
       heap_mib = static_cast<std::uint32_t>(number_after(i, argc, argv));
     } else if (a == "--touches") {
       touches = static_cast<std::uint32_t>(number_after(i, argc, argv));
+    } else if (a == "--state-hash-every") {
+      if (i + 1 >= argc) fail("--state-hash-every wants a list, e.g. 0,1,1000");
+      hash_everies.clear();
+      const std::string list = argv[++i];
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        char* end = nullptr;
+        const std::string one = list.substr(at, comma - at);
+        const unsigned long v = std::strtoul(one.c_str(), &end, 10);
+        if (one.empty() || *end != '\0') fail("--state-hash-every wants numbers separated by commas");
+        hash_everies.push_back(static_cast<std::uint32_t>(v));
+        at = comma + 1;
+      }
     } else if (a == "--dir") {
       if (i + 1 >= argc) fail("--dir wants a directory");
       dir = argv[++i];
@@ -501,9 +535,12 @@ int bench_main(int argc, char** argv) {
     } else {
       std::printf(
           "usage: replay_bench [--quick] [--events N] [--reps N] [--heap-mib M] [--touches N] [--dir DIR]\n"
-          "                    [--only speed|seek]\n"
+          "                    [--only speed|seek] [--state-hash-every LIST]\n"
           "  --events N    part 1: Items sent to the recorded reactor (default 300000; --quick 50000)\n"
           "  --reps N      part 1: repetitions, each a fresh recording (default 3; --quick 1)\n"
+          "  --state-hash-every LIST\n"
+          "                part 1: the RecordingOptions::state_hash_every values, one table row\n"
+          "                each (default 0,1000; 1 prices the state oracle at every event)\n"
           "  --heap-mib M  part 2: the heap's size in 1 MiB blocks (default 1024; --quick 64)\n"
           "  --touches N   part 2: small events after the fill (default 100000; --quick 20000)\n"
           "  --dir DIR     where the recordings and snapshots go, in a fresh subdirectory removed\n"
@@ -513,7 +550,7 @@ int bench_main(int argc, char** argv) {
   }
   if (items < 64 || reps < 1 || heap_mib < 11 || touches < 11) fail("sizes too small");
   std::printf("replay_bench: %u CPUs; files under %s\n", std::thread::hardware_concurrency(), dir.c_str());
-  if (speed) run_speed(dir, items, reps);
+  if (speed) run_speed(dir, items, reps, hash_everies);
   if (seek) run_seek(dir, heap_mib, touches);
   return 0;
 }

@@ -45,43 +45,48 @@ void ProgramScan::scan(std::uintptr_t begin, std::size_t bytes) {
   }
 }
 
+ProgramRef ProgramScan::resolve(std::uint64_t value) const {
+  const Segment& segment = *segments_.find(value);
+  const LoadedObject& object = layout_[segment.object];
+  ProgramRef r;
+  r.value = value;
+  r.object = segment.object;
+  std::string why;
+  const std::shared_ptr<const SymbolTable> table = SymbolTable::of(object, &why);
+  const ElfSymbol* inside = nullptr;
+  const ElfSymbol* symbol = table != nullptr ? table->resolve(value - object.base, &inside) : nullptr;
+  if (symbol != nullptr) {
+    r.kind = ProgramRefKind::kSymbol;
+    r.symbol = std::string(symbol->name);
+    r.file = std::string(symbol->file);
+    r.function = symbol->function;
+    r.size = symbol->size;
+    r.offset = value - object.base - symbol->address;
+  } else if (!segment.writable && !segment.executable &&
+             !(r.bytes = literal_at(value, segment.end)).empty()) {
+    r.kind = ProgramRefKind::kString;
+  } else {
+    r.kind = ProgramRefKind::kUnresolved;
+    if (inside != nullptr) {
+      r.symbol = "inside the function " + demangle(inside->name) + " (+" +
+                 std::to_string(value - object.base - inside->address) + ")";
+    } else if (table == nullptr) {
+      r.symbol = why;
+    } else {
+      r.symbol = std::string("no symbol covers it (in a ") +
+                 (segment.executable ? "code" : segment.writable ? "writable data" : "read-only data") +
+                 " segment)";
+    }
+  }
+  return r;
+}
+
 std::vector<ProgramRef> ProgramScan::refs() const {
   std::vector<ProgramRef> out;
   out.reserve(counts_.size());
   for (const auto& [value, count] : counts_) {
-    const Segment& segment = *segments_.find(value);
-    const LoadedObject& object = layout_[segment.object];
-    ProgramRef r;
-    r.value = value;
-    r.object = segment.object;
+    ProgramRef r = resolve(value);
     r.words = count;
-    std::string why;
-    const std::shared_ptr<const SymbolTable> table = SymbolTable::of(object, &why);
-    const ElfSymbol* inside = nullptr;
-    const ElfSymbol* symbol = table != nullptr ? table->resolve(value - object.base, &inside) : nullptr;
-    if (symbol != nullptr) {
-      r.kind = ProgramRefKind::kSymbol;
-      r.symbol = std::string(symbol->name);
-      r.file = std::string(symbol->file);
-      r.function = symbol->function;
-      r.size = symbol->size;
-      r.offset = value - object.base - symbol->address;
-    } else if (!segment.writable && !segment.executable &&
-               !(r.bytes = literal_at(value, segment.end)).empty()) {
-      r.kind = ProgramRefKind::kString;
-    } else {
-      r.kind = ProgramRefKind::kUnresolved;
-      if (inside != nullptr) {
-        r.symbol = "inside the function " + demangle(inside->name) + " (+" +
-                   std::to_string(value - object.base - inside->address) + ")";
-      } else if (table == nullptr) {
-        r.symbol = why;
-      } else {
-        r.symbol = std::string("no symbol covers it (in a ") +
-                   (segment.executable ? "code" : segment.writable ? "writable data" : "read-only data") +
-                   " segment)";
-      }
-    }
     out.push_back(std::move(r));
   }
   std::sort(out.begin(), out.end(), [](const ProgramRef& a, const ProgramRef& b) { return a.value < b.value; });

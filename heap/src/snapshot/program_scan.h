@@ -27,6 +27,14 @@ class ProgramScan {
   // The distinct values found, resolved, ascending by value.
   std::vector<ProgramRef> refs() const;
 
+  // Whether `value` lies in a loaded segment of the layout: the test scan() makes of each word.
+  bool points_into_program(std::uint64_t value) const noexcept {
+    return !segments_.outside_all(value) && segments_.find(value) != nullptr;
+  }
+
+  // `value` (which points_into_program) resolved against its object's symbols; `words` is 0.
+  ProgramRef resolve(std::uint64_t value) const;
+
   // The distinct values found and how many words held each, unresolved.
   const std::unordered_map<std::uint64_t, std::uint64_t>& counts() const noexcept { return counts_; }
 

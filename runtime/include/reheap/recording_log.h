@@ -33,10 +33,14 @@
 namespace reheap {
 
 // Version 2 added the chunk record, version 3 the mark of a block whose last event goes on in the
-// next one, version 4 the correlated message record (request/reply); the reader reads versions 1
-// to 4 (a version 1 log simply has no chunk records, a log before version 3 cannot say whether its
-// last event was cut, and one before version 4 holds no request or reply).
-inline constexpr std::uint32_t kRecordingFormatVersion = 4;
+// next one, version 4 the correlated message record (request/reply), version 5 the state_hash
+// record's new digest (reheap::state_digest, independent of where the program is loaded); the
+// reader reads versions 1 to 5 (a version 1 log simply has no chunk records, a log before version
+// 3 cannot say whether its last event was cut, one before version 4 holds no request or reply, and
+// one before version 5 holds used_pages_digest state hashes).
+inline constexpr std::uint32_t kRecordingFormatVersion = 5;
+// The first version whose state_hash records are reheap::state_digest.
+inline constexpr std::uint32_t kPortableStateDigestVersion = 5;
 inline constexpr std::uint32_t kOldestRecordingFormatVersion = 1;
 // A block is flushed once its body reaches this size (or when asked, e.g. before a snapshot).
 inline constexpr std::size_t kLogBlockBytes = std::size_t{64} << 10;

@@ -433,7 +433,7 @@ void ReactorRecorder::end_event(Cell* c) {
     if (options_.state_hash_every != 0 && writer_.events() % options_.state_hash_every == 0) {
       input_.clear();
       input_.kind = RecordKind::kStateHash;
-      input_.digest = used_pages_digest(*c->heap);
+      input_.digest = state_digest(*c->heap);
       append_record(writer_, *slot_, input_);
       writer_.close_event();
     }

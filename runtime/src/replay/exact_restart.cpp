@@ -160,7 +160,7 @@ void ExactRestart::replay(const RecordedLogEvent& e) {
   // The recorded digest was taken right after the hook; then the runtime wrote into the heap for
   // a snapshot, if it did (outside_state), as it is written again here.
   std::optional<std::uint64_t> digest;
-  if (e.state_digest) digest = used_pages_digest(*cell_->heap);
+  if (e.state_digest) digest = state_digest(*cell_->heap);  // its own log: the current version
   if (!threw && !host_.divergence() && !e.outside.empty()) {
     ReactorScope scope(cell_);
     for (const LogRecord& outside : e.outside) rewrite_outside_state(reactor, outside);

@@ -211,13 +211,18 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
     impl->events.push_back(r);
   }
 
-  // State digests are comparable only where the heap's program pointers are the recording's.
+  // Digests of format version 5 on name the heap's program pointers by what they point to, so they
+  // compare in any binary the anchor restores into; older ones only where the pointers are the
+  // recording's.
+  impl->portable_digests = header.version >= kPortableStateDigestVersion;
   const bool has_digests = std::any_of(impl->log.events.begin(), impl->log.events.end(),
                                        [](const detail::RecordedLogEvent& e) { return e.state_digest.has_value(); });
   if (!has_digests) {
     impl->state_note = "the recording has no state digests (RecordingOptions::state_hash_every was 0)";
   } else if (!options.check_state) {
     impl->state_note = "state digests are not compared (ReplayOptions::check_state is off)";
+  } else if (impl->portable_digests) {
+    impl->compare_state = true;
   } else {
     // Only the differences: a restore's advice (kRelocate) does not apply, a replay relocates already.
     const std::vector<std::string> mismatches =
@@ -229,10 +234,11 @@ Replay Replay::open(const std::filesystem::path& path, const ReplayOptions& opti
       std::string differences;
       for (const std::string& line : mismatches) differences += (differences.empty() ? "" : "; ") + line;
       impl->state_note =
-          "state digests are not compared: this program is not laid out as the recording one was, so the "
-          "restored heap's pointers into the program were relocated and its digest cannot match (" +
-          differences + "); to compare them, replay in the recording binary with ASLR off "
-          "(reheap::reexec_without_aslr first thing in main, or `setarch -R`)";
+          "state digests are not compared: the log is of recording format version " +
+          std::to_string(header.version) + ", whose digests hash the heap's pointers into the program as they "
+          "are, and this program is not laid out as the recording one was (" + differences +
+          "); to compare them, replay in the recording binary with ASLR off (reheap::reexec_without_aslr first "
+          "thing in main, or `setarch -R`), or record again with this version";
       impl->warnings.push_back(impl->state_note);
     }
   }

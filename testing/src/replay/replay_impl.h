@@ -56,6 +56,7 @@ struct Replay::Impl {
   std::optional<std::uint64_t> failing_event;
   std::vector<std::string> warnings;
   bool compare_state = false;
+  bool portable_digests = false;  // the log's digests are state_digest's (format version 5 on)
   std::string state_note;  // why state digests are not compared, if they are not
 
   HeapPtr heap;

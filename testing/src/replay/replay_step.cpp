@@ -135,7 +135,7 @@ void Replay::Impl::deliver_next() {
   // The recorded digest was taken right after the hook, before the runtime wrote into the heap
   // for a snapshot (outside_state), which comes next as it came in the recording.
   std::optional<std::uint64_t> digest;
-  if (compare_state && e.state_digest) digest = used_pages_digest(*heap);
+  if (compare_state && e.state_digest) digest = portable_digests ? state_digest(*heap) : used_pages_digest(*heap);
   if (!threw && !host->divergence() && !e.outside.empty()) {
     const HeapScope current(*heap);
     for (const LogRecord& outside : e.outside) detail::rewrite_outside_state(*reactor, outside);

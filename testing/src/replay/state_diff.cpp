@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
+#include "reheap/heap_digest.h"
 #include "reheap/snapshot.h"
 #include "reheap/snapshot_file.h"
 
@@ -60,18 +62,43 @@ std::string hex(std::uintptr_t v) {
   return text;
 }
 
+// Each program pointer a snapshot's pages hold, by value, as state_digest names it.
+using ProgramNames = std::unordered_map<std::uint64_t, std::uint64_t>;
+
+ProgramNames program_names(const SnapshotHeader& header) {
+  ProgramNames names;
+  for (const ProgramRef& ref : header.program_refs) names.emplace(ref.value, program_ref_name(ref, header.layout));
+  return names;
+}
+
+// Whether two words hold pointers to the same thing in their programs: a heap relocated into
+// another binary holds other values for them, which are no difference.
+bool same_program_word(std::uint64_t a, std::uint64_t b, const ProgramNames& names_a, const ProgramNames& names_b) {
+  const auto in_a = names_a.find(a);
+  const auto in_b = names_b.find(b);
+  return in_a != names_a.end() && in_b != names_b.end() && in_a->second == in_b->second;
+}
+
 // Compares one page with another (null: the zero page); "" if they are equal.
-std::string compare_page(std::uintptr_t address, const char* recorded, const char* replayed, std::size_t size) {
+std::string compare_page(std::uintptr_t address, const char* recorded, const char* replayed, std::size_t size,
+                         const ProgramNames& recorded_names, const ProgramNames& replayed_names) {
   std::size_t first = size;
   std::size_t last = 0;
   std::size_t bytes = 0;
-  for (std::size_t i = 0; i < size; ++i) {
-    const char a = recorded != nullptr ? recorded[i] : 0;
-    const char b = replayed != nullptr ? replayed[i] : 0;
-    if (a == b) continue;
-    if (first == size) first = i;
-    last = i;
-    ++bytes;
+  for (std::size_t at = 0; at < size; at += sizeof(std::uint64_t)) {
+    std::uint64_t a = 0;
+    std::uint64_t b = 0;
+    if (recorded != nullptr) std::memcpy(&a, recorded + at, sizeof a);
+    if (replayed != nullptr) std::memcpy(&b, replayed + at, sizeof b);
+    if (a == b || same_program_word(a, b, recorded_names, replayed_names)) continue;
+    for (std::size_t i = at; i < at + sizeof(std::uint64_t); ++i) {
+      const char x = recorded != nullptr ? recorded[i] : 0;
+      const char y = replayed != nullptr ? replayed[i] : 0;
+      if (x == y) continue;
+      if (first == size) first = i;
+      last = i;
+      ++bytes;
+    }
   }
   if (bytes == 0) return "";
   const char* where = recorded == nullptr ? " (only the replayed heap uses it)"
@@ -109,6 +136,9 @@ std::string describe_page_differences(const std::filesystem::path& recorded, Hea
     save.save(replayed_file);
   }
 
+  // Pointers into the program compare by what they point to: the replay may run in another binary.
+  const ProgramNames names_a = program_names(read_snapshot_header(recorded_full));
+  const ProgramNames names_b = program_names(read_snapshot_header(replayed_file));
   PageCursor a(recorded_full);
   PageCursor b(replayed_file);
   const std::size_t page = a.page_size();
@@ -123,13 +153,13 @@ std::string describe_page_differences(const std::filesystem::path& recorded, Hea
   bool more_b = b.next();
   while (more_a || more_b) {
     if (more_a && (!more_b || a.address() < b.address())) {
-      note(compare_page(a.address(), a.data(), nullptr, page));
+      note(compare_page(a.address(), a.data(), nullptr, page, names_a, names_b));
       more_a = a.next();
     } else if (more_b && (!more_a || b.address() < a.address())) {
-      note(compare_page(b.address(), nullptr, b.data(), page));
+      note(compare_page(b.address(), nullptr, b.data(), page, names_a, names_b));
       more_b = b.next();
     } else {
-      note(compare_page(a.address(), a.data(), b.data(), page));
+      note(compare_page(a.address(), a.data(), b.data(), page, names_a, names_b));
       more_a = a.next();
       more_b = b.next();
     }

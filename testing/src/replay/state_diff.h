@@ -5,7 +5,10 @@
 // heap is saved too and the two full snapshots are compared page by page - both are streamed in
 // ascending address order, so only one run of each is in memory - and the differing pages are
 // listed with the offsets of their first and last differing bytes. A page only one side stores
-// is compared with a zero page, which is what the other side holds there.
+// is compared with a zero page, which is what the other side holds there. Two words that point
+// into the program compare by what they point to (each snapshot's header names its program
+// pointers, reheap::program_ref_name), so a replay in another binary, whose heap was relocated,
+// lists only what really differs.
 //
 // What a snapshot holds besides the reactor's own state: a worker writes the reactor's armed
 // timers (with the time each has left) and its sockets into the heap for the save, and a replay

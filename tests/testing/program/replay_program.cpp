@@ -9,6 +9,10 @@
 // - REPLAY_PROGRAM_NOTES=N: N notes of 24 KiB go before the orders, so that the log holds many
 //   blocks (a block is flushed at 64 KiB) for the tests that cut it at each one;
 // - REPLAY_PROGRAM_FIXED=1: order 0 is refused instead of throwing (the fixed build of a test);
+// - REPLAY_PROGRAM_CLOCK=1: the reactor recorded is a ClockKeeper (clock_keeper.h) given ticks 1,
+//   2, 3 and 0, whose second tick keeps the wall clock's time in its heap, read directly; its
+//   bundle is crash-5 as well, and DIR/after-tick-2.snap and after-tick-3.snap hold the reactor after ticks 2 and 3;
+//   REPLAY_PROGRAM_CLOCK=still: the same without the clock read;
 // - REPLAY_PROGRAM_TRACE=FILE: the program appends a line to FILE as it starts, so that a test
 //   can tell whether it ran at all.
 // Built twice: replay_program_rebuilt (REPLAY_PROGRAM_REBUILT) is the same program with another
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "clock_keeper.h"
 #include "reheap/reactor.h"
 #include "reheap/recording.h"
 #include "reheap/runtime.h"
@@ -98,11 +103,25 @@ int main(int argc, char** argv) {
   options.recording.mode = reheap::RecordingMode::kFile;
   options.recording.directory = argv[1];
   options.recording.state_hash_every = 1;
-  const reheap::ActorRef book = rt.spawn<OrderBook>(options);
+  const bool clock = env_is("REPLAY_PROGRAM_CLOCK", "1") || env_is("REPLAY_PROGRAM_CLOCK", "still");
+  replay_test::g_keep_time = !env_is("REPLAY_PROGRAM_CLOCK", "still");
+  const reheap::ActorRef book = clock ? rt.spawn<replay_test::ClockKeeper>(options) : rt.spawn<OrderBook>(options);
   const char* notes = std::getenv("REPLAY_PROGRAM_NOTES");
   const unsigned note_count = notes != nullptr ? static_cast<unsigned>(std::strtoul(notes, nullptr, 10)) : 0;
   for (unsigned i = 0; i < note_count; ++i) rt.send(book, Note{std::string(24 * 1024, static_cast<char>('a' + i % 26))});
-  for (std::uint32_t n : {1u, 2u, 3u, 0u}) rt.send(book, Order{n});
+  for (std::uint32_t n : {1u, 2u, 3u, 0u}) {
+    if (!clock) {
+      rt.send(book, Order{n});
+      continue;
+    }
+    rt.send(book, replay_test::Tick{n});
+    if (n == 2 || n == 3) {
+      // The reactor after the clock read and after the tick that follows it, for a replay to
+      // list the pages it differs in, and to start from the recorded time.
+      if (!rt.wait_idle()) return 1;
+      rt.snapshot(book, std::filesystem::path(argv[1]) / ("after-tick-" + std::to_string(n) + ".snap"));
+    }
+  }
   if (!rt.wait_idle()) return 1;
   const std::filesystem::path bundle = std::filesystem::path(argv[1]) / ("reactor-" + std::to_string(book.value())) /
                                        ("crash-" + std::to_string(5 + note_count));

@@ -539,6 +539,7 @@ int main(int argc, char** argv) {
   }
   const char* record_text = msgbench::take_value(argc, argv, "--record");
   const char* record_dir_text = msgbench::take_value(argc, argv, "--record-dir");
+  const char* hash_text = msgbench::take_value(argc, argv, "--state-hash-every");
   const msgbench::Options options = msgbench::parse_options(
       argc, argv, "reheap",
       "reheap options (each one names a variant: RESULT lines then say, e.g.,\n"
@@ -557,7 +558,10 @@ int main(int argc, char** argv) {
       "              file: logs in a temporary directory, removed at exit, and NOTEs of the\n"
       "              log bytes per message; ring: in memory, default ring size (default: off)\n"
       "  --record-dir DIR\n"
-      "              file mode: where the temporary directory goes (default: $TMPDIR or /tmp)\n");
+      "              file mode: where the temporary directory goes (default: $TMPDIR or /tmp)\n"
+      "  --state-hash-every N\n"
+      "              with --record: RecordingOptions::state_hash_every (a state digest every N\n"
+      "              events; default 0, none)\n");
   const long spin_us = reheapbench::parse_knob("--spin", spin_text, 0, 1'000'000);
   const long batch = reheapbench::parse_knob("--batch", batch_text, 1, 1'000'000'000);
 
@@ -592,6 +596,10 @@ int main(int argc, char** argv) {
   if (record != reheap::RecordingMode::kOff) {
     config.recording.mode = record;  // outputs, ring size: RecordingOptions' defaults
     if (file_dir) config.recording.directory = file_dir->path();
+    if (hash_text != nullptr) {
+      config.recording.state_hash_every =
+          static_cast<std::uint32_t>(reheapbench::parse_knob("--state-hash-every", hash_text, 0, 1'000'000'000));
+    }
   }
   config.spin = std::chrono::microseconds(spin_us);
   config.pin_workers = pin;
@@ -603,6 +611,7 @@ int main(int argc, char** argv) {
   if (pinned && spin_us == 0) variant += "-pinned";
   if (record == reheap::RecordingMode::kFile) variant += "-record-file";
   if (record == reheap::RecordingMode::kRing) variant += "-record-ring";
+  if (record != reheap::RecordingMode::kOff && hash_text != nullptr) variant += std::string("-hash") + hash_text;
   if (!variant.empty()) msgbench::set_variant(variant.c_str() + 1);
   reheap::Runtime rt(std::move(config));
   if (rt.workers() != 2) msgbench::fail("the runtime has %d workers, not 2", rt.workers());

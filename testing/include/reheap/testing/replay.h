@@ -27,10 +27,12 @@
 // difference it names the last event whose digest matched and, when ReplayOptions::snapshots
 // holds a snapshot of the recorded reactor after the diverging event, the pages that differ from
 // it and the offsets of their differing bytes.
-// State digests are compared only when this process's program layout is the recording one (the
-// same binary at the same addresses: a replay inside the recording process, or with ASLR off):
-// a relocated heap holds other program addresses, so its digest differs however exact the replay.
-// warnings() says when the comparison is off and why.
+// State digests (recording format version 5 on: reheap::state_digest) name the heap's pointers
+// into the program by symbol, so they are compared in any binary the recording restores into: the
+// recording process, another run of it, or a test binary linking the recorded code. A log of an
+// older version holds digests of the raw bytes, compared only when this process's program layout
+// is the recording one (the same binary at the same addresses, e.g. with ASLR off). warnings()
+// says when the comparison is off and why.
 //
 // Failures. An event whose recorded hook threw (a crash bundle's last event) is replayed too: if
 // the hook throws again, the replay throws ReplayedFailure (a ReactorFailure: EXPECT_THROW(...,
