@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <mutex>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "../layout.h"
 #include "format.h"
