@@ -452,12 +452,16 @@ bool LogWriter::append_message(ActorRef sender, std::uint64_t type_id, Encoding 
   n += store_varint(at + n, size);
   if (size != 0) std::memcpy(at + n, payload, size);
   n += size;
-  // Counted once whole, so that a signal's handler on this thread never reads half a record.
-  std::atomic_signal_fence(std::memory_order_release);
+  // Counted once whole, and marked as under way until the counts agree with the body, so that a
+  // signal's handler on this thread (seal_with) never reads half a record or a stale count.
+  appending_ = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   body_.count(n);
   ++records_;
   ++events_;
   open_event_ = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  appending_ = false;
   return true;
 }
 
@@ -496,9 +500,12 @@ bool LogWriter::append_send(ActorRef to, std::uint64_t type_id, Encoding encodin
     n += 8;
   }
   at[n++] = result;
-  std::atomic_signal_fence(std::memory_order_release);
+  appending_ = true;  // as in append_message
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   body_.count(n);
   ++records_;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  appending_ = false;
   return true;
 }
 
