@@ -348,6 +348,118 @@ RecordingError read_until_error(const std::filesystem::path& file) {
   return RecordingError(RecordingErrc::kIo, file, 0, "no error");
 }
 
+// The blocks a writer hands over, kept in memory.
+class BlocksInMemory final : public LogSink {
+ public:
+  void write_block(std::uint64_t, std::span<const unsigned char> block) override {
+    blocks.emplace_back(block.begin(), block.end());
+  }
+  std::vector<std::vector<unsigned char>> blocks;
+};
+
+// The messages and sends of a recorded exchange: senders and types new, repeated and
+// alternating (the dictionaries' first entries, their last hit, an older entry), requests and
+// replies (correlated), empty payloads, sends with and without a digest.
+struct FastCase {
+  bool send;
+  std::uint64_t ref;
+  std::uint64_t type_id;
+  Encoding encoding;
+  std::uint8_t exchange;
+  std::uint64_t correlation;
+  std::string payload;
+  bool digest;
+  std::uint8_t result;
+};
+
+std::vector<FastCase> fast_cases() {
+  std::vector<FastCase> v;
+  for (std::uint64_t i = 0; i < 3000; ++i) {
+    FastCase c{};
+    c.send = i % 3 == 2;
+    c.ref = i % 7 == 0 ? 1000 + i : 10 + i % 5;  // some new, most known
+    c.type_id = i % 11 == 0 ? 0xabcdef00ull + i % 4 : 42;
+    c.encoding = i % 13 == 0 ? Encoding::kMsgpack : Encoding::kRaw;
+    c.exchange = static_cast<std::uint8_t>(i % 17 == 0 ? 1 : i % 19 == 0 ? 2 : 0);
+    c.correlation = c.exchange != 0 ? (std::uint64_t{1} << (i % 60)) + i : 0;
+    c.payload = std::string(i % 23, static_cast<char>('a' + i % 26));
+    c.digest = i % 4 != 0;
+    c.result = static_cast<std::uint8_t>(i % 3);
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+TEST(RecordingLog, TheFastAppendsWriteTheBytesOfTheirRecords) {
+  BlocksInMemory fast_sink;
+  BlocksInMemory slow_sink;
+  LogWriter fast(fast_sink, 5);
+  LogWriter slow(slow_sink, 5);
+  std::uint64_t fast_records = 0;
+  for (const FastCase& c : fast_cases()) {
+    LogRecord r;
+    r.ref = ActorRef(c.ref);
+    r.type_id = c.type_id;
+    r.encoding = c.encoding;
+    if (c.send) {
+      r.kind = RecordKind::kSend;
+      r.length = c.payload.size();
+      r.has_digest = c.digest;
+      r.digest = c.digest ? 0x0123'4567'89ab'cdefull ^ c.ref : 0;
+      r.result = c.result;
+    } else {
+      if (fast.in_event()) fast.close_event();
+      if (slow.in_event()) slow.close_event();
+      r.kind = RecordKind::kMessage;
+      r.result = c.exchange;
+      r.id = c.correlation;
+      r.bytes = c.payload;
+    }
+    slow.reserve_room(LogWriter::encoded_bound(r));
+    slow.append(r);
+    // The fast append refuses when its buffer or a dictionary lacks the room; the LogRecord then
+    // goes through append(), as the recorder does it, and the bytes must still be the same.
+    const bool done = c.send ? fast.append_send(r.ref, r.type_id, r.encoding, r.length, r.has_digest, r.digest, r.result)
+                             : fast.append_message(r.ref, r.type_id, r.encoding, c.exchange, c.correlation,
+                                                   c.payload.data(), c.payload.size());
+    if (done) {
+      ++fast_records;
+    } else {
+      fast.reserve_room(LogWriter::encoded_bound(r));
+      fast.append(r);
+    }
+    ASSERT_EQ(fast.pending_bytes(), slow.pending_bytes());
+    ASSERT_EQ(fast.events(), slow.events());
+    if (slow.pending_bytes() > 4096) {
+      fast.close_event();
+      slow.close_event();
+      fast.flush();
+      slow.flush();
+    }
+  }
+  fast.close_event();
+  slow.close_event();
+  fast.flush();
+  slow.flush();
+  EXPECT_GT(fast_records, 2500u);  // most records took the fast path
+  ASSERT_EQ(fast_sink.blocks.size(), slow_sink.blocks.size());
+  for (std::size_t i = 0; i < slow_sink.blocks.size(); ++i) EXPECT_EQ(fast_sink.blocks[i], slow_sink.blocks[i]) << "block " << i;
+}
+
+TEST(RecordingLog, AFastAppendWithoutRoomWritesNothing) {
+  BlocksInMemory sink;
+  LogWriter writer(sink, 0);
+  const char payload[4] = {1, 2, 3, 4};
+  // A new writer has no buffer and empty dictionaries: the fast append refuses.
+  EXPECT_FALSE(writer.append_message(ActorRef(9), 7, Encoding::kRaw, 0, 0, payload, sizeof payload));
+  EXPECT_FALSE(writer.append_send(ActorRef(9), 7, Encoding::kRaw, 4, true, 1, 0));
+  EXPECT_EQ(writer.pending_bytes(), 0u);
+  EXPECT_EQ(writer.events(), 0u);
+  EXPECT_FALSE(writer.in_event());
+  writer.flush();
+  EXPECT_TRUE(sink.blocks.empty());
+}
+
 TEST(RecordingLog, AFlippedBitIsCorruptionNamingTheBlock) {
   TempDir dir;
   std::vector<std::size_t> blocks;

@@ -225,9 +225,23 @@ class LogWriter {
   std::size_t pending_bytes() const noexcept { return body_.size(); }
   bool in_event() const noexcept { return open_event_; }
 
+  // The two commonest records, encoded straight into the block with no LogRecord in between and
+  // no allocation: an input message (the receiver's record of every message) and a send whose
+  // payload is recorded as a digest or not at all (the sender's). The bytes are append()'s for
+  // the same record. False, with nothing written, when the block's buffer lacks the room
+  // (fast_bound): the caller then grows it (reserve_room, under the fatal signal's exclusion) and
+  // appends the LogRecord.
+  bool append_message(ActorRef sender, std::uint64_t type_id, Encoding encoding, std::uint8_t exchange,
+                      std::uint64_t correlation, const void* payload, std::size_t size) noexcept;
+  bool append_send(ActorRef to, std::uint64_t type_id, Encoding encoding, std::size_t length, bool has_digest,
+                   std::uint64_t digest, std::uint8_t result) noexcept;
+  // At most the bytes append_message or append_send adds, besides the payload.
+  static constexpr std::size_t kFastRecordBound = 96;
+
   // At most the bytes append(record) adds to the block.
   static std::size_t encoded_bound(const LogRecord& record) noexcept {
-    return 96 + record.bytes.size() + record.text.size() + record.detail.size() + 10 * record.numbers.size();
+    return kFastRecordBound + record.bytes.size() + record.text.size() + record.detail.size() +
+           10 * record.numbers.size();
   }
   // Bytes the block can grow by before its buffer moves.
   std::size_t room() const noexcept { return body_.capacity() - body_.size(); }
@@ -258,6 +272,31 @@ class LogWriter {
  private:
   std::uint64_t ref_index(ActorRef ref);
   std::uint64_t type_index(std::uint64_t type_id, Encoding encoding);
+  // The index of `ref` (`type_id`, `encoding`) in this block's dictionary, or its size if absent.
+  std::size_t find_ref(ActorRef ref) noexcept;
+  std::size_t find_type(std::uint64_t type_id, Encoding encoding) noexcept;
+
+  // The block's body. Unlike a vector's, its spare capacity may be written before it is counted:
+  // the fast appends encode a record there and count it once whole, so a fatal signal's handler
+  // (seal_with) never sees half a record in size().
+  class Body {
+   public:
+    const unsigned char* data() const noexcept { return bytes_.get(); }
+    std::size_t size() const noexcept { return size_; }
+    std::size_t capacity() const noexcept { return capacity_; }
+    unsigned char* end() noexcept { return bytes_.get() + size_; }
+    void count(std::size_t bytes) noexcept { size_ += bytes; }
+    void clear() noexcept { size_ = 0; }
+    // Makes the capacity at least `bytes`, moving the contents.
+    void reserve(std::size_t bytes);
+    // Appends `n` bytes, growing (at least doubling) when they do not fit.
+    void append(const unsigned char* data, std::size_t n);
+
+   private:
+    std::unique_ptr<unsigned char[]> bytes_;
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;
+  };
 
   static constexpr std::uint64_t pack_committed(std::size_t bytes, std::uint32_t records) noexcept {
     return (static_cast<std::uint64_t>(bytes) << 32) | records;
@@ -268,13 +307,17 @@ class LogWriter {
   std::uint64_t block_events_before_;
   std::uint32_t records_ = 0;
   bool open_event_ = false;  // an input record was appended and close_event() not called since
-  std::vector<unsigned char> body_;
+  Body body_;
+  std::vector<unsigned char> encoding_;  // append()'s record, encoded here, then appended to body_
   // The closed events' part of body_: bytes << 32 | records (one store publishes both), and the
   // last closed event's index. Written by the owner, read by a fatal signal's handler.
   std::atomic<std::uint64_t> committed_{0};
   std::atomic<std::uint64_t> committed_event_{0};
   std::vector<std::uint64_t> refs_;  // this block's dictionaries (searched linearly: they are short)
   std::vector<std::pair<std::uint64_t, Encoding>> types_;
+  // The dictionaries' last hits: a run of records mostly names the same sender and type.
+  std::size_t last_ref_ = 0;
+  std::size_t last_type_ = 0;
   std::vector<unsigned char> block_;  // header + body, reused
   bool appending_ = false;  // an append is under way: the body may be half-written (seal_with)
 };

@@ -4,7 +4,9 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
 
 #include "recording/log_codec.h"
 #include "reheap/program_layout.h"
@@ -145,20 +147,48 @@ LogWriter::Committed LogWriter::committed() const noexcept {
   return c;
 }
 
-std::uint64_t LogWriter::ref_index(ActorRef ref) {
+void LogWriter::Body::reserve(std::size_t bytes) {
+  if (bytes <= capacity_) return;
+  std::unique_ptr<unsigned char[]> moved(new unsigned char[bytes]);
+  if (size_ != 0) std::memcpy(moved.get(), bytes_.get(), size_);
+  bytes_ = std::move(moved);
+  capacity_ = bytes;
+}
+
+void LogWriter::Body::append(const unsigned char* data, std::size_t n) {
+  if (capacity_ - size_ < n) reserve(std::max(size_ + n, 2 * capacity_));
+  if (n != 0) std::memcpy(bytes_.get() + size_, data, n);
+  size_ += n;
+}
+
+std::size_t LogWriter::find_ref(ActorRef ref) noexcept {
+  if (last_ref_ < refs_.size() && refs_[last_ref_] == ref.value()) return last_ref_;
   for (std::size_t i = 0; i < refs_.size(); ++i) {
-    if (refs_[i] == ref.value()) return i;
+    if (refs_[i] == ref.value()) return last_ref_ = i;
   }
-  refs_.push_back(ref.value());
-  return refs_.size() - 1;
+  return refs_.size();
+}
+
+std::size_t LogWriter::find_type(std::uint64_t type_id, Encoding encoding) noexcept {
+  if (last_type_ < types_.size() && types_[last_type_].first == type_id && types_[last_type_].second == encoding) {
+    return last_type_;
+  }
+  for (std::size_t i = 0; i < types_.size(); ++i) {
+    if (types_[i].first == type_id && types_[i].second == encoding) return last_type_ = i;
+  }
+  return types_.size();
+}
+
+std::uint64_t LogWriter::ref_index(ActorRef ref) {
+  const std::size_t i = find_ref(ref);
+  if (i == refs_.size()) refs_.push_back(ref.value());
+  return last_ref_ = i;
 }
 
 std::uint64_t LogWriter::type_index(std::uint64_t type_id, Encoding encoding) {
-  for (std::size_t i = 0; i < types_.size(); ++i) {
-    if (types_[i].first == type_id && types_[i].second == encoding) return i;
-  }
-  types_.emplace_back(type_id, encoding);
-  return types_.size() - 1;
+  const std::size_t i = find_type(type_id, encoding);
+  if (i == types_.size()) types_.emplace_back(type_id, encoding);
+  return last_type_ = i;
 }
 
 namespace {
@@ -233,7 +263,9 @@ void put_payload(std::vector<unsigned char>& out, const LogRecord& r) {
 }  // namespace
 
 void LogWriter::append(const LogRecord& r) {
-  std::vector<unsigned char>& out = body_;
+  // Encoded aside, then appended whole: the body never holds half a record (Body).
+  std::vector<unsigned char>& out = encoding_;
+  out.clear();
   // Cleared on the way out, by an exception too (which leaves the block as it is: see flush()).
   struct Appending {
     bool& flag;
@@ -376,11 +408,105 @@ void LogWriter::append(const LogRecord& r) {
       put_string(out, r.detail);
       break;
   }
+  body_.append(out.data(), out.size());
   ++records_;
   if (is_input(r.kind)) {
     ++events_;
     open_event_ = true;
   }
+}
+
+bool LogWriter::append_message(ActorRef sender, std::uint64_t type_id, Encoding encoding, std::uint8_t exchange,
+                               std::uint64_t correlation, const void* payload, std::size_t size) noexcept {
+  if (room() < kFastRecordBound + size) [[unlikely]] return false;
+  using detail::recording::store_varint;
+  if (records_ == 0) block_events_before_ = events_;
+  // append()'s kMessage / kCorrelatedMessage encoding, byte for byte. A new sender or type joins
+  // its dictionary only when it has the room (no allocation here), and only once nothing can
+  // send the record to append() any more, which would then take it for a known one.
+  const std::size_t refs = refs_.size();
+  const std::size_t ref = find_ref(sender);
+  const std::size_t types = types_.size();
+  const std::size_t type = find_type(type_id, encoding);
+  if ((ref == refs && refs == refs_.capacity()) || (type == types && types == types_.capacity())) [[unlikely]] {
+    return false;
+  }
+  if (ref == refs) refs_.push_back(sender.value());
+  if (type == types) types_.emplace_back(type_id, encoding);
+  last_ref_ = ref;
+  last_type_ = type;
+  unsigned char* at = body_.end();
+  std::size_t n = 0;
+  at[n++] = static_cast<unsigned char>(exchange != 0 ? RecordKind::kCorrelatedMessage : RecordKind::kMessage);
+  n += store_varint(at + n, ref);
+  if (ref == refs) n += store_varint(at + n, sender.value());
+  n += store_varint(at + n, type);
+  if (type == types) {
+    n += store_varint(at + n, type_id);
+    at[n++] = static_cast<unsigned char>(encoding);
+  }
+  if (exchange != 0) {
+    at[n++] = exchange;
+    n += store_varint(at + n, correlation);
+  }
+  n += store_varint(at + n, size);
+  if (size != 0) std::memcpy(at + n, payload, size);
+  n += size;
+  // Counted once whole, and marked as under way until the counts agree with the body, so that a
+  // signal's handler on this thread (seal_with) never reads half a record or a stale count.
+  appending_ = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  body_.count(n);
+  ++records_;
+  ++events_;
+  open_event_ = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  appending_ = false;
+  return true;
+}
+
+bool LogWriter::append_send(ActorRef to, std::uint64_t type_id, Encoding encoding, std::size_t length,
+                            bool has_digest, std::uint64_t digest, std::uint8_t result) noexcept {
+  if (room() < kFastRecordBound) [[unlikely]] return false;
+  using detail::recording::store_varint;
+  // As append_message: the dictionaries first, with no allocation.
+  const std::size_t refs = refs_.size();
+  const std::size_t ref = find_ref(to);
+  const std::size_t types = types_.size();
+  const std::size_t type = find_type(type_id, encoding);
+  if ((ref == refs && refs == refs_.capacity()) || (type == types && types == types_.capacity())) [[unlikely]] {
+    return false;
+  }
+  if (ref == refs) refs_.push_back(to.value());
+  if (type == types) types_.emplace_back(type_id, encoding);
+  last_ref_ = ref;
+  last_type_ = type;
+  if (records_ == 0) block_events_before_ = events_;
+  // append()'s kSend encoding without the payload's bytes, byte for byte.
+  unsigned char* at = body_.end();
+  std::size_t n = 0;
+  at[n++] = static_cast<unsigned char>(RecordKind::kSend);
+  n += store_varint(at + n, ref);
+  if (ref == refs) n += store_varint(at + n, to.value());
+  n += store_varint(at + n, type);
+  if (type == types) {
+    n += store_varint(at + n, type_id);
+    at[n++] = static_cast<unsigned char>(encoding);
+  }
+  n += store_varint(at + n, length);
+  at[n++] = has_digest ? detail::recording::kHasDigest : 0;
+  if (has_digest) {
+    detail::recording::store_fixed<std::uint64_t>(at + n, digest);
+    n += 8;
+  }
+  at[n++] = result;
+  appending_ = true;  // as in append_message
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  body_.count(n);
+  ++records_;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  appending_ = false;
+  return true;
 }
 
 void LogWriter::flush() {
@@ -391,7 +517,7 @@ void LogWriter::flush() {
   detail::recording::store_block_header(block_.data(), block_events_before_, count,
                                         static_cast<std::uint32_t>(body_.size()),
                                         detail::recording::checksum64(body_.data(), body_.size()));
-  block_.insert(block_.end(), body_.begin(), body_.end());
+  block_.insert(block_.end(), body_.data(), body_.data() + body_.size());
   const std::uint64_t before = block_events_before_;
   // The block is gone from the writer whatever the sink does: a sink that fails stays failed
   // (the recorder stops), and a half-written block must not be written twice.

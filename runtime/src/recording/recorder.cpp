@@ -104,6 +104,10 @@ class ReactorRecorder final : public Recorder,
   ReactorRecorder& operator=(const ReactorRecorder&) = delete;
 
   ReactorHost* begin_event(const Event& event, LiveHost& live) override;
+  // Any other event, or a message whose record needs an anchor first or a bigger block buffer.
+  [[gnu::noinline]] ReactorHost* begin_event_slow(const Event& event, LiveHost& live);
+  // The event's record is written: its hook's operations go to the recording host.
+  ReactorHost* entered(LiveHost& live, EventKind kind) noexcept;
   void end_event(Cell* c) override;
   void before_snapshot(Cell* c) override;
   void begin_outside_state(Cell* c) override;
@@ -326,15 +330,34 @@ void ReactorRecorder::write_input(const Event& event) {
 }
 
 ReactorHost* ReactorRecorder::begin_event(const Event& event, LiveHost& live) {
+  // The commonest event, a message to an anchored recording whose block has the room: encoded
+  // straight from the envelope into the block, which allocates nothing and so needs no heap scope.
+  if (event.kind == EventKind::kMessage && anchored_ && !stopped_ &&
+      ReactorAccess::events(*live.cell()->reactor) == writer_.events()) [[likely]] {
+    const Message& m = *event.message;
+    const Envelope& e = MessageAccess::envelope(m);
+    if (writer_.append_message(ActorRef(e.sender), m.type_id(), m.encoding(), e.exchange, e.correlation, m.data(),
+                               m.size())) {
+      [[likely]] return entered(live, EventKind::kMessage);
+    }
+  }
+  return begin_event_slow(event, live);
+}
+
+ReactorHost* ReactorRecorder::begin_event_slow(const Event& event, LiveHost& live) {
   if (stopped_) return &live;
   HeapScope system(nullptr);
   Cell* c = live.cell();
   const std::uint64_t events = ReactorAccess::events(*c->reactor);
   if ((!anchored_ || events != writer_.events()) && !anchor(c, events)) return &live;
   write_input(event);
+  return entered(live, event.kind);
+}
+
+ReactorHost* ReactorRecorder::entered(LiveHost& live, EventKind kind) noexcept {
   host_.bind(live);
   in_event_ = true;
-  hook_ = hook_name(event.kind);
+  hook_ = hook_name(kind);
   set_fatal_signal_witness(this);
   return &host_;
 }

@@ -20,14 +20,18 @@ LogRecord& RecordingHost::record(RecordKind kind) noexcept {
 void RecordingHost::append() {
   HeapScope system(nullptr);
   append_record(writer_, slot_, scratch_);
-  if (writer_.pending_bytes() >= kLogBlockBytes && failure_.empty()) [[unlikely]] {
-    try {
-      const FatalFlushSlot::Locked locked(slot_);
-      writer_.flush();
-    } catch (const std::exception& e) {
-      failure_ = e.what();
-      if (failure_.empty()) failure_ = "the log's sink failed";
-    }
+  if (writer_.pending_bytes() >= kLogBlockBytes) [[unlikely]] hand_over_full_block();
+}
+
+void RecordingHost::hand_over_full_block() {
+  if (!failure_.empty()) return;
+  HeapScope system(nullptr);
+  try {
+    const FatalFlushSlot::Locked locked(slot_);
+    writer_.flush();
+  } catch (const std::exception& e) {
+    failure_ = e.what();
+    if (failure_.empty()) failure_ = "the log's sink failed";
   }
 }
 
@@ -75,7 +79,31 @@ int RecordingHost::worker() {
 }
 
 SendResult RecordingHost::send(ActorRef to, Envelope* envelope) {
-  // The envelope is gone once sent: read what the record needs first.
+  // The commonest output: its record (with at most a digest of the payload) is encoded straight
+  // into the block. The envelope is gone once sent: read what the record needs first.
+  if (envelope != nullptr && outputs_ != RecordedOutputs::kPayloads) [[likely]] {
+    const std::uint64_t type_id = envelope->type_id;
+    const Encoding encoding = envelope->encoding;
+    const std::size_t length = envelope->size;
+    const bool digest = outputs_ == RecordedOutputs::kDigests;
+    const std::uint64_t value = digest ? XXH3_64bits(envelope->payload(), length) : 0;
+    const SendResult result = live_->send(to, envelope);
+    if (!writer_.append_send(to, type_id, encoding, length, digest, value, static_cast<std::uint8_t>(result)))
+        [[unlikely]] {
+      LogRecord& r = record(RecordKind::kSend);
+      r.ref = to;
+      r.type_id = type_id;
+      r.encoding = encoding;
+      r.length = length;
+      r.has_digest = digest;
+      r.digest = value;
+      r.result = static_cast<std::uint8_t>(result);
+      append();
+    } else if (writer_.pending_bytes() >= kLogBlockBytes) [[unlikely]] {
+      hand_over_full_block();
+    }
+    return result;
+  }
   LogRecord& r = record(RecordKind::kSend);
   r.ref = to;
   if (envelope != nullptr) {

@@ -90,6 +90,8 @@ class RecordingHost final : public ReactorHost {
   // Fills the payload fields of a send or write record as `outputs_` asks.
   void payload(LogRecord& r, const void* data, std::size_t size);
   void append();
+  // During the event, the block is full: it goes to the sink (a failure is kept, see above).
+  [[gnu::cold, gnu::noinline]] void hand_over_full_block();
 
   LogWriter& writer_;
   FatalFlushSlot& slot_;
