@@ -171,8 +171,10 @@ TEST(RequestReplay, ARecordedAskerReplaysItsRepliesAndTimeoutsWithoutTheReplier)
     options.worker = 0;
     options.recording = ::replay_test::file_recording(dir.path());
     const ActorRef asker = rt.spawn<Asker>(options);
-    // Five answered at once, two answered after the 5 ms timeout.
-    rt.send(asker, go(echo, 5, 2, 10s, 5ms));
+    // Five answered at once, two answered long after the timeout. The timeout is real time: it
+    // must leave the five immediate answers room on a slow machine (a sanitizer build, a loaded
+    // CI host; 5 ms was not enough under ASan with other suites running).
+    rt.send(asker, go(echo, 5, 2, 10s, 2s));
     const auto deadline = std::chrono::steady_clock::now() + 1min;
     for (;;) {
       const std::optional<Totals> t = rt.ask<Totals>(asker, Tally{0});
